@@ -1,0 +1,36 @@
+# The verbs humans and CI use. Each sets up what it needs on first use (a virtualenv from requirements.txt, the data).
+# DATA=path/to/input.txt copies a local Tiny Shakespeare instead of downloading it (CI: DATA=../shared/data/input.txt).
+PYTHON ?= python3.11
+DATA ?=
+VENV := .venv
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: demo test build check data grade lint clean
+
+demo: data build  ## build the release and solution, autograde a demo class, print its grades
+	$(BIN)/python tools/grade.py --demo
+
+test: data  ## lint, check the generated files, nbgrader validate, re-execute notebooks/ with nbval
+	$(BIN)/ruff check tools tests nbgrader_config.py
+	$(BIN)/python -m pytest
+
+build: $(VENV)/.installed  ## regenerate release/ and notebooks/ from source/
+	$(BIN)/python tools/build.py
+
+check: $(VENV)/.installed  ## fail if release/ or notebooks/ is stale
+	$(BIN)/python tools/build.py --check
+
+grade: data  ## autograde everything in submitted/, write feedback/ and grades.csv, print the grade table
+	$(BIN)/python tools/grade.py
+
+data: $(VENV)/.installed  ## put a verified Tiny Shakespeare at input.txt
+	$(BIN)/python tools/data.py $(if $(DATA),--from $(DATA))
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+clean:  ## remove everything generated that is not committed (keeps input.txt and .venv)
+	rm -rf .build autograded/*/ feedback submitted gradebook.db grades.csv test-artifacts

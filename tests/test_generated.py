@@ -1,0 +1,102 @@
+"""The committed release/ and notebooks/ are what source/ generates, leak nothing, and carry what students need."""
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from conftest import ROOT, read
+from course import MARKER, colab_url, role
+
+REGION = re.compile(r'^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)[ \t]*\n(.*?)^[ \t]*### END \1', re.M | re.S)
+
+
+def test_generated_files_are_up_to_date_with_source():
+    done = subprocess.run([sys.executable, 'tools/build.py', '--check'], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def lines(text):
+    """The stripped lines of text that say something (not blank, not bare punctuation)."""
+    return {line.strip() for line in text.splitlines() if re.search(r'\w', line)}
+
+
+def test_release_leaks_no_solution_or_hidden_test_line(notebook):
+    """No line of a solution region, hidden test or model answer reaches the release, unless the source shows it elsewhere."""
+    aid, name = notebook
+    source = read(ROOT / 'source' / aid / name)
+    release = {c.get('id'): lines(c.source) for c in read(ROOT / 'release' / aid / name).cells}
+    shown = set().union(*(lines(REGION.sub('', c.source)) for c in source.cells if role(c) != 'answer'))
+    everywhere = set().union(*release.values())
+    leaks = []
+    for cell in source.cells:
+        hidden = lines(cell.source) if role(cell) == 'answer' else lines(''.join(r[1] for r in REGION.findall(cell.source)))
+        own = set() if role(cell) == 'answer' else lines(REGION.sub('', cell.source))
+        leaks += [f'{cell.id}: {line}' for line in hidden
+                  if (line in release.get(cell.id, ()) and line not in own) or (line in everywhere and line not in shown)]
+    assert not leaks, 'solution or hidden-test lines in the release:\n' + '\n'.join(leaks)
+    assert not any(MARKER.search(line + '\n') for line in everywhere), 'a ### BEGIN/END marker line survived into the release'
+
+
+def test_source_and_release_have_no_outputs(notebook):
+    aid, name = notebook
+    for path in (ROOT / 'source' / aid / name, ROOT / 'release' / aid / name):
+        with_output = [c.id for c in read(path).cells if c.cell_type == 'code' and (c.outputs or c.execution_count)]
+        assert not with_output, f'{path.relative_to(ROOT)} has outputs in cells {with_output}: clear them'
+
+
+def test_every_test_cell_is_locked_scored_and_says_what_it_checks(notebook):
+    aid, name = notebook
+    bad = []
+    for cell in read(ROOT / 'source' / aid / name).cells:
+        meta = cell.metadata.get('nbgrader', {})
+        if role(cell) == 'test':
+            if not (meta.get('locked') and meta.get('points', 0) > 0 and cell.source.startswith('"""Check')):
+                bad.append(meta.get('grade_id'))
+    assert not bad, f'test cells must be locked, score points and open with """Check that ...""": {bad}'
+
+
+def test_numbers_in_the_prose_are_printed_by_the_solution(notebook):
+    """A markdown cell with metadata course.numbers_from quotes only numbers that the named cell prints."""
+    _, name = notebook
+    nb = read(ROOT / 'notebooks' / name)
+    printed = {c.id: ''.join(o.get('text', '') for o in c.outputs) for c in nb.cells if c.cell_type == 'code'}
+    checked = 0
+    for cell in nb.cells:
+        ref = cell.metadata.get('course', {}).get('numbers_from')
+        if ref:
+            numbers = re.findall(r'(?<![\w.])\d+\.\d+', cell.source)
+            missing = [n for n in numbers if n not in printed[ref]]
+            assert numbers and not missing, f'{cell.id} quotes {missing}, which {ref} does not print:\n{printed[ref]}'
+            checked += 1
+    assert checked, 'no markdown cell declares course.numbers_from'
+
+
+def test_data_cell_checks_the_url_and_sha256_of_course_toml(notebook):
+    aid, name = notebook
+    data = tomllib.loads((ROOT / 'course.toml').read_text())['data']
+    text = '\n'.join(c.source for c in read(ROOT / 'source' / aid / name).cells)
+    if 'DATA_SHA256' in text:
+        assert data['url'] in text and data['sha256'] in text
+
+
+def test_every_image_output_has_alt_text():
+    missing = [f'{p.name}:{c.id}' for p in (ROOT / 'notebooks').glob('*.ipynb') for c in read(p).cells
+               if c.cell_type == 'code' for o in c.outputs
+               if 'image/png' in o.get('data', {}) and not o.get('metadata', {}).get('image/png', {}).get('alt')]
+    assert not missing, f'image outputs without alt text: {missing}'
+
+
+def test_colab_badges_open_the_committed_version_of_each_notebook():
+    """Release notebooks open the student version, notebooks/ the solution, README both; every target exists."""
+    pages = {p: p.read_text() for p in [*ROOT.glob('release/*/*.ipynb'), *ROOT.glob('notebooks/*.ipynb'), ROOT / 'README.md']}
+    prefix = colab_url('')
+    for page, text in pages.items():
+        targets = re.findall(re.escape(prefix) + r'([\w./-]+\.ipynb)', text)
+        assert targets, f'{page.relative_to(ROOT)} has no Open in Colab badge'
+        for target in targets:
+            assert (ROOT / target).is_file(), f'{page.relative_to(ROOT)}: badge target {target} does not exist'
+            if page.suffix == '.ipynb':
+                assert Path(target) == page.relative_to(ROOT), f'{page.relative_to(ROOT)} badge opens {target}'
+        assert page.suffix != '.ipynb' or '(COLAB_URL)' not in text, f'{page.relative_to(ROOT)} kept the badge placeholder'

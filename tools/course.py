@@ -1,0 +1,47 @@
+"""Shared glue: the course root, its assignments, nbgrader runs, and the nbgrader cell roles of a notebook."""
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = tomllib.loads((ROOT / 'course.toml').read_text())
+MARKER = re.compile(r'^[ \t]*### (BEGIN|END) (SOLUTION|HIDDEN TESTS)[ \t]*\n?', re.M)
+
+
+def assignments():
+    """Every folder of source/ that holds a notebook is an assignment."""
+    return sorted(p.name for p in (ROOT / 'source').iterdir() if p.is_dir() and any(p.glob('*.ipynb')))
+
+
+def notebooks(aid):
+    """The notebook file names of assignment aid."""
+    return sorted(p.name for p in (ROOT / 'source' / aid).glob('*.ipynb'))
+
+
+def colab_url(path):
+    """The Colab address of a committed notebook, from course.toml's one repository setting."""
+    return f"https://colab.research.google.com/github/{CONFIG['github']}/blob/{CONFIG['branch']}/{path}"
+
+
+def nbgrader(*args, check=True, **kw):
+    """Run one nbgrader command in the course root; return the CompletedProcess (exit with its log if check fails)."""
+    env = {**os.environ, 'PATH': f'{Path(sys.executable).parent}{os.pathsep}{os.environ["PATH"]}',  # nbgrader runs alembic
+           'PYTHONPATH': str(ROOT / 'tools')}  # where our nbgrader plugins live
+    done = subprocess.run([sys.executable, '-m', 'nbgrader', *args], cwd=ROOT, env=env, capture_output=True, text=True, **kw)
+    if check and done.returncode:
+        sys.exit(f'error: nbgrader {" ".join(args[:2])} failed:\n{done.stdout}{done.stderr}')
+    return done
+
+
+def role(cell):
+    """'test', 'solution', 'answer' (written, graded by hand), 'locked' or None, from a cell's nbgrader metadata."""
+    m = cell.get('metadata', {}).get('nbgrader', {})
+    if m.get('solution'):
+        return 'answer' if m.get('grade') else 'solution'
+    if m.get('grade'):
+        return 'test'
+    return 'locked' if m.get('locked') else None

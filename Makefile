@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test build check data grade lint clean
+.PHONY: demo test test-browser build check data grade mutants bench clean
 
 demo: data build  ## build the release and solution, autograde a demo class, print its grades
 	$(BIN)/python tools/grade.py --demo
@@ -14,6 +14,9 @@ demo: data build  ## build the release and solution, autograde a demo class, pri
 test: data  ## lint, check the generated files, nbgrader validate, re-execute notebooks/ with nbval
 	$(BIN)/ruff check tools tests nbgrader_config.py
 	$(BIN)/python -m pytest
+
+test-browser: data  ## only the browser tests: the student and instructor journeys in JupyterLab, in headless Chromium
+	$(BIN)/python -m pytest tests/test_browser.py
 
 build: $(VENV)/.installed  ## regenerate release/ and notebooks/ from source/
 	$(BIN)/python tools/build.py
@@ -23,6 +26,12 @@ check: $(VENV)/.installed  ## fail if release/ or notebooks/ is stale
 
 grade: data  ## autograde everything in submitted/, write feedback/ and grades.csv, print the grade table
 	$(BIN)/python tools/grade.py
+
+mutants: data  ## grade the demo class and print the kill matrix: which test cells each known mistake loses points in
+	$(BIN)/python tools/grade.py --demo --kill-matrix
+
+bench: data  ## time grading the demo class (a benchmark, not a test); make bench BENCH="--size 60 --plain" for the big one
+	$(BIN)/python tools/benchmark.py $(BENCH)
 
 data: $(VENV)/.installed  ## put a verified Tiny Shakespeare at input.txt
 	$(BIN)/python tools/data.py $(if $(DATA),--from $(DATA))

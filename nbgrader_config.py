@@ -1,6 +1,26 @@
 """nbgrader settings for this course; every key is documented at nbgrader.readthedocs.io (Configuration options)."""
 
-from nbgrader.preprocessors import ClearMarkScheme, ClearOutput, IncludeHeaderFooter, LockCells
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / 'tools'))  # our preprocessors and export plugin
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (  # noqa: E402
+    AssignLatePenalties,
+    CheckCellMetadata,
+    ClearHiddenTests,
+    ClearMarkScheme,
+    ClearOutput,
+    Execute,
+    GetGrades,
+    IgnorePattern,
+    IncludeHeaderFooter,
+    LockCells,
+    SaveAutoGrades,
+)
+
+from preprocessors import AddProbe, CapOutput, JudgeProbe, TestMessagesOnly  # noqa: E402
 
 c = get_config()  # noqa: F821
 
@@ -8,6 +28,8 @@ c.CourseDirectory.course_id = 'transformer-from-scratch'
 # One gradebook next to this file; timeout=60 lets a busy SQLite wait instead of aborting a write after 5 s.
 c.CourseDirectory.db_url = 'sqlite:///gradebook.db?timeout=60'
 c.CourseDirectory.solution_directory = '.build/solution'
+# Not copied into autograded/: nbgrader's defaults, the originals tools/repair.py keeps, and stray probe files.
+c.CourseDirectory.ignore = ['.ipynb_checkpoints', '*.pyc', '__pycache__', 'feedback', '.original', '_probe_*.npz']
 
 # The stub students see in place of each solution region, and in each written answer.
 c.ClearSolutions.code_stub = {'python': "# YOUR CODE HERE\nraise NotImplementedError('replace this line with your code')"}
@@ -16,4 +38,17 @@ c.ClearSolutions.text_stub = 'YOUR ANSWER HERE'
 # tools/build.py removes the ### BEGIN/END marker lines and executes the solution itself (with nbclient).
 c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]
 
-c.Execute.timeout = 60  # seconds per cell
+# Autograding a real class.
+c.Execute.timeout = 30  # seconds per cell; the slowest solution cell takes under 1 s
+c.OverwriteCells.add_missing_cells = True  # a deleted test cell is put back and scores 0, instead of being skipped
+# Any stderr output zeroes a test cell, so drop library warnings (a torch UserWarning, a matplotlib font notice) first.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r'\w*Warning: |Matplotlib is building the font cache'
+# nbgrader's LimitOutput counts lines only (one 20 MB line passes): CapOutput caps lines and characters.
+# AddProbe/JudgeProbe: checks/<assignment>.py records the student code's numbers in the kernel and judges them here, in
+# nbgrader's own process, which never runs student code; a test cell whose claim does not hold there scores 0.
+c.Autograde.autograde_preprocessors = [AddProbe, Execute, JudgeProbe, IgnorePattern, ClearMetadataPreprocessor, CapOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+
+# Feedback shows each failed test's name and message, never the hidden tests' source or tracebacks quoting it.
+c.GenerateFeedback.preprocessors = [ClearHiddenTests, TestMessagesOnly, GetGrades, CSSHTMLHeaderPreprocessor]

@@ -2,6 +2,7 @@
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -45,3 +46,13 @@ def role(cell):
     if m.get('grade'):
         return 'test'
     return 'locked' if m.get('locked') else None
+
+
+def copy_course(dest):
+    """A working copy of the course in dest, with what building and grading read and none of the real class or gradebook."""
+    dest = Path(dest)
+    for folder in ('source', 'release', 'tools', 'checks', 'tests/mutants'):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns('__pycache__'))
+    for name in ('nbgrader_config.py', 'course.toml', 'input.txt'):
+        shutil.copy(ROOT / name, dest / name)
+    return dest

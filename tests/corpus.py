@@ -1,0 +1,235 @@
+"""Damaged, broken and hostile submissions, generated from an assignment's release and solution, each with its expectation.
+
+Every case is a function (release, perfect) -> {file name: bytes or notebook} for submitted/<case>/<assignment>/, with the
+status the grade table must show (a prefix) and the autograded points it must get ('full', or an exact number).
+"""
+
+import copy
+import json
+from typing import Callable, NamedTuple
+
+import nbformat
+
+from course import role
+
+
+class Case(NamedTuple):
+    student: str
+    make: Callable  # (name, release, perfect) -> {file name: bytes | notebook}
+    status: str  # the grade table's status starts with this
+    points: object  # 'full', or the exact autograded points
+    needs_sandbox: bool = False  # only safe to run inside the sandbox
+
+
+def gid(cell):
+    return cell.get('metadata', {}).get('nbgrader', {}).get('grade_id')
+
+
+def first(nb, kind):
+    return next(c for c in nb.cells if role(c) == kind)
+
+
+def with_code(code, where='first solution', top=False):
+    """The perfect submission with code added to a solution cell (at its top, or after it)."""
+    def make(name, release, perfect):
+        nb = copy.deepcopy(perfect)
+        cell = first(nb, 'solution')
+        cell.source = f'{code}\n{cell.source}' if top else f'{cell.source}\n{code}'
+        return {name: nb}
+    return make
+
+
+def blank_with_code(code):
+    """The untouched release (no work done) with code put in its first solution cell: a student who only attacks."""
+    def make(name, release, perfect):
+        nb = copy.deepcopy(release)
+        cell = first(nb, 'solution')
+        cell.source = f'{code}\n{cell.source}'
+        return {name: nb}
+    return make
+
+
+def edit(fn):
+    def make(name, release, perfect):
+        nb = copy.deepcopy(perfect)
+        return fn(name, nb) or {name: nb}
+    return make
+
+
+def strip_metadata(name, nb):
+    for cell in nb.cells:
+        cell.metadata.pop('nbgrader', None)
+
+
+def strip_metadata_and_ids(name, nb):
+    strip_metadata(name, nb)
+    data = json.loads(nbformat.writes(nb))
+    data['nbformat_minor'] = 4
+    for cell in data['cells']:
+        cell.pop('id', None)
+    return {name: json.dumps(data).encode()}
+
+
+def old_format_without_ids(name, nb):
+    data = json.loads(nbformat.writes(nb))
+    data['nbformat_minor'] = 4
+    for cell in data['cells']:
+        cell.pop('id', None)
+    return {name: json.dumps(data).encode()}
+
+
+def edit_locked_test(name, nb):
+    cell = first(nb, 'test')
+    cell.source = cell.source.split('\n')[0] + '\npass  # the student "fixed" the test'
+
+
+def delete_test(name, nb):
+    nb.cells.remove(first(nb, 'test'))
+
+
+def duplicate_solution(name, nb):
+    cell = first(nb, 'solution')
+    stub = copy.deepcopy(cell)
+    stub.source = "raise NotImplementedError('replace this line with your code')"
+    stub.id = 'copy-of-' + cell.id
+    nb.cells.insert(nb.cells.index(cell), stub)
+
+
+def solution_to_markdown(name, nb):
+    cells = [c for c in nb.cells if role(c) == 'solution']
+    i = nb.cells.index(cells[-1])
+    md = nbformat.v4.new_markdown_cell(cells[-1].source, metadata=cells[-1].metadata)
+    md.metadata['nbgrader']['cell_type'] = 'code'
+    nb.cells[i] = md
+
+
+def insert_and_reorder(name, nb):
+    cells = [c for c in nb.cells if role(c) == 'solution']
+    moved = cells[-1]
+    nb.cells.remove(moved)
+    nb.cells.append(moved)  # the last answer moved to the very end, after its tests
+    nb.cells.insert(1, nbformat.v4.new_code_cell('my_notes = "scratch work"'))
+
+
+def renamed_other_kernel(name, nb):
+    nb.metadata['kernelspec'] = {'name': 'python3-colab', 'display_name': 'Python 3 (Colab)', 'language': 'python'}
+    return {name.replace('.ipynb', ' (1).ipynb'): nb}
+
+
+def raw(data):
+    return lambda name, release, perfect: {name: data}
+
+
+MARK = 'course-grading-test-marker'  # in the command line of processes a case leaves behind
+
+DAMAGED = [
+    Case('damaged_metadata_stripped', edit(strip_metadata), 'graded, ', 'full'),
+    Case('damaged_metadata_and_ids_stripped', edit(strip_metadata_and_ids), 'graded, ', 'full'),
+    Case('damaged_locked_test_edited', edit(edit_locked_test), 'graded, 1 repair', 'full'),
+    Case('damaged_test_cell_deleted', edit(delete_test), 'graded, 1 repair', 'full'),
+    Case('damaged_solution_duplicated', edit(duplicate_solution), 'graded, 1 repair', 'full'),
+    Case('damaged_answer_turned_markdown', edit(solution_to_markdown), 'graded, 1 repair', 'full'),
+    Case('damaged_cells_inserted_reordered', edit(insert_and_reorder), 'graded, 1 repair', 'full'),
+    Case('damaged_old_format_without_ids', edit(old_format_without_ids), 'graded, 1 repair', 'full'),
+    Case('damaged_renamed_other_kernel', edit(renamed_other_kernel), 'graded, 2 repairs', 'full'),
+]
+
+BROKEN = [
+    Case('broken_malformed_json', raw(b'{"cells": [{"cell_type": "code", "sour'), 'unreadable', 0),
+    Case('broken_empty_file', raw(b''), 'unreadable: empty file', 0),
+    Case('broken_missing_notebook', lambda name, r, p: {'README.txt': b'I forgot to attach it'}, 'needs attention: no ', 0),
+    Case('broken_kernel_exit', with_code('import os\nos._exit(1)', top=True), 'kernel died', 0),
+    Case('broken_segfault', with_code('import ctypes\nctypes.string_at(0)', top=True), 'kernel died', 0),
+    Case('broken_infinite_loop', with_code('while True:\n    pass'), 'timeout', 0),
+    Case('broken_ignores_sigint', with_code('import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass'),
+         'timeout', 0),
+    Case('broken_memory_bomb', with_code('hog = [bytearray(2**28) for _ in range(10**4)]'), 'kernel died', 0, True),
+    Case('broken_20MB_line', with_code("print('x' * 20_000_000)"), 'graded', 'full'),
+    Case('broken_200k_lines', with_code("print('\\n'.join(map(str, range(200_000))))"), 'graded', 'full'),
+    Case('broken_fork_bomb', with_code('import os\nwhile True:\n    os.fork()', top=True), 'kernel died', 0, True),
+    Case('broken_child_left_running',
+         with_code(f"import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 1000 # {MARK}'], start_new_session=True)"),
+         'graded', 'full'),
+]
+
+FAKE_HEAD = '''
+class Head(nn.Module):
+    """A fake: every shape right, every number wrong."""
+
+    def __init__(self, d, head_size, T_max, causal=True):
+        super().__init__()
+        self.key = nn.Linear(d, head_size, bias=False)
+        self.query = nn.Linear(d, head_size, bias=False)
+        self.value = nn.Linear(d, head_size, bias=False)
+        self.register_buffer('tril', torch.tril(torch.ones(T_max, T_max)))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        self.A = (self.tril[:T, :T] / self.tril[:T, :T].sum(-1, keepdim=True)).expand(B, T, T)
+        return torch.zeros(B, T, self.value.out_features)
+'''
+PATCH_TORCH = '''
+import builtins
+import torch
+torch.allclose = lambda *a, **k: True
+torch.equal = lambda *a, **k: True
+torch.Tensor.all = lambda self, *a, **k: torch.tensor(True)
+torch.Tensor.__eq__ = lambda self, other: torch.ones((), dtype=torch.bool)
+builtins.abs = lambda x: 0
+'''
+TRY_EXCEPT_EVERY_CELL = '''
+def _swallow(lines):
+    return ['try:\\n'] + ['    ' + line for line in lines] + ['\\n', 'except BaseException:\\n', '    pass\\n']
+get_ipython().input_transformers_post.append(_swallow)
+'''
+SILENCE_TRACEBACKS = '''
+from IPython.core.interactiveshell import InteractiveShell
+InteractiveShell.showtraceback = lambda *a, **k: None
+InteractiveShell.showsyntaxerror = lambda *a, **k: None
+'''
+FORGE_PROBE = '''
+import numpy as np
+np.savez = lambda *a, **k: None
+np.savez('_probe_out.npz')
+with open('_probe_out.npz', 'wb') as f:
+    f.write(b'PK not really a record')
+'''
+TOUCH_THE_COURSE = '''
+import glob, os, sqlite3, socket
+for path in ('../../../pwned.txt', '../../pwned.txt', '/tmp/pwned-by-student.txt'):
+    try:
+        open(path, 'w').write('pwned')
+    except OSError as e:
+        print('write refused:', path, e)
+try:
+    sqlite3.connect('../../../gradebook.db').execute('create table pwned (x)')
+except Exception as e:
+    print('gradebook refused:', e)
+for path in glob.glob('../../../source/*/*.ipynb') + glob.glob('../../../submitted/*/*/*.ipynb'):
+    print('read:', path, open(path).read()[:3000])
+try:
+    socket.create_connection(('127.0.0.1', int(os.environ.get('COURSE_TEST_PORT', '9')) or 9), timeout=2)
+    print('network reached')
+except OSError as e:
+    print('network refused:', e)
+'''
+LOCK_GRADEBOOK = f'''
+import subprocess
+subprocess.Popen(['python3', '-c', """
+import sqlite3, time  # {MARK}
+db = sqlite3.connect('../../../gradebook.db', isolation_level=None)
+db.execute('begin exclusive')
+time.sleep(1000)
+"""], start_new_session=True)
+'''
+
+HOSTILE = [
+    Case('hostile_fake_head_patched_torch', blank_with_code(PATCH_TORCH + FAKE_HEAD), 'graded', 0),
+    Case('hostile_try_except_every_cell', blank_with_code(TRY_EXCEPT_EVERY_CELL), 'graded', 0),
+    Case('hostile_silenced_tracebacks', blank_with_code(SILENCE_TRACEBACKS + FAKE_HEAD), 'graded', 0),
+    Case('hostile_forged_probe_record', blank_with_code(TRY_EXCEPT_EVERY_CELL + FORGE_PROBE), 'graded', 0),
+    Case('hostile_touches_the_course', blank_with_code(TOUCH_THE_COURSE), 'graded', 0, True),
+    Case('hostile_locks_the_gradebook', blank_with_code(LOCK_GRADEBOOK), 'graded', 0, True),
+]
+
+CASES = DAMAGED + BROKEN + HOSTILE

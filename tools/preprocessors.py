@@ -1,0 +1,112 @@
+"""nbgrader preprocessors this course adds: out-of-process checks, output capped by lines and characters, and feedback
+without hidden test lines."""
+
+import contextlib
+import importlib.util
+from pathlib import Path
+
+import nbformat
+import numpy as np
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Integer
+
+from course import ROOT, role
+
+PROBE_IN, PROBE_OUT = '_probe_in.npz', '_probe_out.npz'  # next to the notebook being graded
+
+
+def capped(text, max_lines, max_chars):
+    """text cut to max_lines lines and max_chars characters, with a note saying how much was cut."""
+    lines = text.split('\n')
+    cut = '\n'.join(lines[:max_lines])[:max_chars]
+    if cut == text:
+        return text
+    return f'{cut}\n... output truncated by the grader ({len(lines):,} lines, {len(text):,} characters) ...\n'
+
+
+class CapOutput(NbGraderPreprocessor):
+    """Cap every text output of a code cell by lines and by characters (nbgrader's LimitOutput counts lines only)."""
+
+    max_lines = Integer(1000, help='lines kept per output').tag(config=True)
+    max_chars = Integer(100_000, help='characters kept per output').tag(config=True)
+
+    def preprocess_cell(self, cell, resources, index):
+        for out in cell.get('outputs', []):
+            if 'text' in out:
+                out.text = capped(out.text, self.max_lines, self.max_chars)
+            for mime, value in out.get('data', {}).items():
+                if mime.startswith('text/') and isinstance(value, str):
+                    out.data[mime] = capped(value, self.max_lines, self.max_chars)
+            if out.get('output_type') == 'error':
+                out.evalue = capped(out.evalue, 20, 2000)
+                out.traceback = [capped(line, 50, 5000) for line in out.traceback[-20:]]
+        return cell, resources
+
+
+class TestMessagesOnly(NbGraderPreprocessor):
+    """In feedback, a failed test cell shows its error's name and message, not a traceback that could quote hidden tests."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if role(cell) == 'test':
+            for out in cell.get('outputs', []):
+                if out.get('output_type') == 'error':
+                    out.traceback = [f'{out.ename}: {out.evalue}']
+        return cell, resources
+
+
+def checks_for(aid):
+    """checks/<aid>.py, the out-of-process checks of an assignment, or None."""
+    path = ROOT / 'checks' / f'{aid}.py'
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location(f'checks_{aid}', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class AddProbe(NbGraderPreprocessor):
+    """Before execution: write the grader's inputs next to the notebook and append the probe of checks/<assignment>.py."""
+
+    def preprocess(self, nb, resources):
+        checks = checks_for(resources['nbgrader']['assignment'])
+        if checks:
+            folder = Path(resources['metadata']['path'])
+            np.savez(folder / PROBE_IN, **checks.make_inputs())
+            (folder / PROBE_OUT).unlink(missing_ok=True)
+            cell = nbformat.v4.new_code_cell(checks.PROBE)
+            cell.metadata['course'] = {'probe': True}
+            nb.cells.append(cell)
+        return nb, resources
+
+
+class JudgeProbe(NbGraderPreprocessor):
+    """After execution: take the probe cell out, judge its record here, and fail every test cell whose claim does not hold."""
+
+    max_bytes = Integer(50_000_000, help='a larger record is not read, and every check fails').tag(config=True)
+
+    def preprocess(self, nb, resources):
+        checks = checks_for(resources['nbgrader']['assignment'])
+        if not checks:
+            return nb, resources
+        nb.cells = [c for c in nb.cells if not c.metadata.get('course', {}).get('probe')]
+        folder = Path(resources['metadata']['path'])
+        record, inputs = {}, dict(np.load(folder / PROBE_IN))
+        out = folder / PROBE_OUT
+        try:
+            if out.is_file() and not out.is_symlink() and out.stat().st_size <= self.max_bytes:
+                with np.load(out, allow_pickle=False) as f:
+                    record = {k: f[k] for k in f.files}
+        except Exception as e:  # a damaged or forged record: every check fails
+            self.log.warning('probe record %s unreadable: %s', out, e)
+        verdicts = checks.verdicts(inputs, record)
+        for cell in nb.cells:
+            reason = verdicts.get(cell.metadata.get('nbgrader', {}).get('grade_id')) if role(cell) == 'test' else None
+            if reason and not any(o.get('output_type') == 'error' for o in cell.outputs):
+                cell.outputs.append(nbformat.v4.new_output(
+                    'error', ename='GraderCheckFailed', traceback=[f'GraderCheckFailed: {reason}'],
+                    evalue=f're-checked by the grader outside your kernel, on the numbers your code computed: {reason}'))
+        for name in (PROBE_IN, PROBE_OUT):
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
+        return nb, resources

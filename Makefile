@@ -42,4 +42,4 @@ $(VENV)/.installed: requirements.txt
 	touch $@
 
 clean:  ## remove everything generated that is not committed (keeps input.txt and .venv)
-	rm -rf .build autograded/*/ feedback submitted gradebook.db grades.csv test-artifacts
+	rm -rf .build autograded/*/ feedback submitted repairs gradebook.db grades.csv test-artifacts

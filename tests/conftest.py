@@ -1,5 +1,6 @@
 """Shared fixtures: the course's notebooks, parametrized over every assignment in source/."""
 
+import socket
 import sys
 from pathlib import Path
 
@@ -22,3 +23,20 @@ def notebook(request):
 
 def read(path):
     return nbformat.read(path, as_version=4)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on (free now; the caller binds it or relies on it being closed)."""
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope='session')
+def graded(tmp_path_factory):
+    """One class graded by the real command (tools/grade.py) in a copy of the course: the demo class (perfect, blank, every
+    mistake and alternative of tests/mutants/) and every damaged, broken and hostile case of tests/corpus.py; and, first,
+    a few clean students alone, to compare with."""
+    from classroom import grade_class
+
+    return grade_class(tmp_path_factory.mktemp('course'))

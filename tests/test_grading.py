@@ -1,75 +1,60 @@
 """Autograding through nbgrader: the demo class's grade table, feedback and CSV, and the kill matrix of tests/mutants/."""
 
-import csv
-import subprocess
-import sys
-
 import pytest
 
 import grade
-from conftest import ROOT
-from course import assignments, copy_course
+from course import assignments
 
 BANKS = {aid: grade.mutants(aid) for aid in assignments() if grade.mutants(aid)}
 MISTAKES = [(aid, m) for aid, bank in BANKS.items() for m in bank.MUTANTS]
 ALTERNATIVES = [(aid, a) for aid, bank in BANKS.items() for a in bank.ALTERNATIVES]
 
 
-@pytest.fixture(scope='module')
-def demo(tmp_path_factory):
-    """The demo class (perfect, blank, every mistake and alternative) graded by `tools/grade.py --demo` in a course copy."""
-    course = copy_course(tmp_path_factory.mktemp('course'))
-    done = subprocess.run([sys.executable, 'tools/grade.py', '--demo', '--kill-matrix'],
-                          cwd=course, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    with open(course / 'grades.csv', newline='') as f:
-        table = {(r['assignment'], r['student_id']): r for r in csv.DictReader(f)}
-    return course, table, done.stdout
+def full(row):
+    return float(row['autograded']) == float(row['autograded_max'])
 
 
-def test_perfect_submission_gets_full_autograded_marks_and_awaits_manual_grading(demo):
-    _, table, _ = demo
+def test_perfect_submission_gets_full_autograded_marks_and_awaits_manual_grading(graded):
     for aid in assignments():
-        row = table[(aid, 'perfect')]
-        assert row['status'] == 'graded' and float(row['autograded']) == float(row['autograded_max']), row
+        row = graded.rows[(aid, 'perfect')]
+        assert row['status'] == 'graded' and full(row), row
         assert row['needs_manual_grading'] == 'True', 'the written answers of a perfect submission await a human'
 
 
-def test_blank_submission_scores_zero_and_is_flagged_blank_not_ungradable(demo):
-    _, table, _ = demo
+def test_blank_submission_scores_zero_and_is_flagged_blank_not_ungradable(graded):
     for aid in assignments():
-        row = table[(aid, 'blank')]
+        row = graded.rows[(aid, 'blank')]
         assert (row['status'], float(row['score'])) == ('blank', 0.0), row
 
 
 @pytest.mark.parametrize('aid, mistake', MISTAKES, ids=[m.student for _, m in MISTAKES])
-def test_mistake_loses_points_in_every_cell_meant_to_catch_it(demo, aid, mistake):
-    _, table, _ = demo
-    row = table[(aid, mistake.student)]
-    cells = grade.test_cells(aid)
-    kept = [c for c in mistake.caught_by if float(row[c]) == cells[c]]
+def test_mistake_loses_points_in_every_cell_meant_to_catch_it(graded, aid, mistake):
+    row = graded.rows[(aid, mistake.student)]
+    kept = [c for c in mistake.caught_by if float(row[c]) == grade.test_cells(aid)[c]]
     assert row['status'] == 'graded' and not kept, f'{mistake.student} kept full points in {kept} ({row["status"]})'
 
 
 @pytest.mark.parametrize('aid, alternative', ALTERNATIVES, ids=[a.student for _, a in ALTERNATIVES])
-def test_correct_alternative_keeps_full_marks(demo, aid, alternative):
-    _, table, _ = demo
-    row = table[(aid, alternative.student)]
+def test_correct_alternative_keeps_full_marks(graded, aid, alternative):
+    row = graded.rows[(aid, alternative.student)]
     lost = [c for c, points in grade.test_cells(aid).items() if float(row[c]) < points]
     assert row['status'] == 'graded' and not lost, f'{alternative.student} lost points in {lost} ({row["status"]})'
 
 
-def test_kill_matrix_is_printed_with_its_kill_rate(demo):
-    _, _, out = demo
+def test_kill_matrix_is_printed_with_its_kill_rate(graded):
     n, k = len(MISTAKES), len(ALTERNATIVES)
-    assert f'kill rate: {n}/{n} mistakes lose points where expected; {k}/{k} correct alternatives keep full marks' in out, out
+    assert f'kill rate: {n}/{n} mistakes lose points where expected; {k}/{k} correct alternatives keep full marks' in graded.out
 
 
-def test_feedback_names_each_failed_test_and_its_message_without_hidden_test_source(demo):
-    course, _, _ = demo
-    html = (course / 'feedback' / 'mask_not_sliced_to_T' / 'step4' / 'step4_attention_head.html').read_text()
-    assert 'head_matches_sdpa_reference' in html or 'Check that Head matches' in html
-    assert 'The size of tensor a (12) must match the size of tensor b (5)' in html, 'the failed hidden test should show its error'
-    source = (ROOT / 'source' / 'step4' / 'step4_attention_head.ipynb').read_text()
-    for hidden in ("T &lt; T_max: slice the mask", 'cases = [', 'for i, (B_, T_, T_max'):
-        assert hidden.replace('&lt;', '<') in source and hidden not in html, f'feedback quotes the hidden test line {hidden!r}'
+def test_feedback_names_each_failed_test_and_its_message_without_hidden_test_source(graded):
+    html = (graded.course / 'feedback' / 'mask_not_sliced_to_T' / 'step4' / 'step4_attention_head.html').read_text()
+    assert 'Check that Head matches' in html, 'the feedback should show the failed test cell'
+    assert 'The size of tensor a (12) must match the size of tensor b (5)' in html, 'and its error message'
+    assert 'for i, (B_, T_, T_max, d_, hs, causal, dtype, scale, tol, what)' not in html, 'but not the hidden test source'
+
+
+def test_grades_csv_has_one_row_per_student_with_every_test_cell_and_the_manual_flag(graded):
+    students = {s for _, s in graded.rows}
+    assert len(graded.rows) == len(students), 'one row per student'
+    row = graded.rows[('step4', 'perfect')]
+    assert set(grade.test_cells('step4')) <= set(row) and 'needs_manual_grading' in row and 'status' in row

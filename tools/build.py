@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 from course import MARKER, ROOT, assignments, colab_url, nbgrader
 
@@ -38,6 +39,7 @@ def execute(nb, cwd):
     """Run nb top to bottom in cwd; any error stops the build."""
     NotebookClient(nb, timeout=120, kernel_name='python3', record_timing=False,
                    resources={'metadata': {'path': str(cwd)}}).execute()
+    CoalesceStreamsPreprocessor().preprocess(nb, {})  # one output per stream, however the kernel flushed it
 
 
 def build(out, run=True):

@@ -2,6 +2,7 @@
 
 import argparse
 import hashlib
+import http.client
 import shutil
 import sys
 import tomllib
@@ -29,7 +30,7 @@ def fetch(dest, source=None, url=DATA['url'], want=DATA['sha256']):
             shutil.copyfile(source, part)
         else:
             urllib.request.urlretrieve(url, part)
-    except OSError as e:
+    except (OSError, http.client.HTTPException) as e:  # a missing file, no network, a refused or cut-off download
         part.unlink(missing_ok=True)
         where = source or url
         sys.exit(f'error: could not get Tiny Shakespeare from {where} ({e}); pass a local copy with DATA=path/to/input.txt.')

@@ -23,6 +23,7 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import ExportPlugin
 
+import sandbox
 from course import MARKER, ROOT, assignments, nbgrader, notebooks, role
 from repair import read_report, repair_submission
 
@@ -103,25 +104,33 @@ def log_path(aid, student):
     return ROOT / '.build' / 'logs' / aid / f'{student}.log'
 
 
-def nbgrader_api(cell_timeout=None):
-    """nbgrader's Python API on this course, configured by nbgrader_config.py, as the nbgrader command would be."""
+def nbgrader_api(cell_timeout=None, flags=()):
+    """nbgrader's Python API on this course, configured by nbgrader_config.py and flags, as the nbgrader command would be."""
     from nbgrader.apps import NbGraderAPI
-    from traitlets.config.loader import PyFileConfigLoader
+    from traitlets.config.loader import KVArgParseConfigLoader, PyFileConfigLoader
 
     config = PyFileConfigLoader('nbgrader_config.py', path=str(ROOT)).load_config()
+    config.merge(KVArgParseConfigLoader(argv=list(flags)).load_config())
     config.CourseDirectory.root = str(ROOT)
     if cell_timeout:
         config.Execute.timeout = cell_timeout
     return NbGraderAPI(config=config)
 
 
-def autograde_one(aid, student, cell_timeout):
+def autograde_one(aid, student, cell_timeout, sandboxed):
     """nbgrader autograde of one submission (run in a process of its own), its log and stderr kept in .build/logs/."""
-    with open(log_path(aid, student), 'w') as log:
-        os.dup2(log.fileno(), 2)  # library warnings, and the kernel's stderr, go to the log
-        warnings.simplefilter('ignore')  # nbgrader's SQLAlchemy and nbformat warnings say nothing about the submission
-        result = nbgrader_api(cell_timeout).autograde(aid, student, force=True, create=True)
-        log.write(result.get('log', '') + result.get('error', ''))
+    flags, env = sandbox.nbgrader_args() if sandboxed else ([], {})
+    os.environ.update(env)
+    os.environ.setdefault('OMP_NUM_THREADS', '1')  # --jobs kernels share the cores: one torch thread each
+    try:
+        with open(log_path(aid, student), 'w') as log:
+            os.dup2(log.fileno(), 2)  # library warnings, and the kernel's stderr, go to the log
+            warnings.simplefilter('ignore')  # nbgrader's SQLAlchemy and nbformat warnings say nothing about the submission
+            result = nbgrader_api(cell_timeout, flags).autograde(aid, student, force=True, create=True)
+            log.write(result.get('log', '') + result.get('error', ''))
+    finally:
+        if env:
+            shutil.rmtree(env['JUPYTER_PATH'], ignore_errors=True)
 
 
 def descendants(pid):
@@ -138,10 +147,10 @@ def descendants(pid):
     return found
 
 
-def autograde(aid, student, timeout, cell_timeout, context):
+def autograde(aid, student, timeout, cell_timeout, sandboxed, context):
     """Autograde one submission in a process forked from a warm server; stop it, and whatever it started, after timeout s."""
     log_path(aid, student).parent.mkdir(parents=True, exist_ok=True)
-    proc = context.Process(target=autograde_one, args=(aid, student, cell_timeout))
+    proc = context.Process(target=autograde_one, args=(aid, student, cell_timeout, sandboxed))
     proc.start()
     proc.join(timeout)
     if proc.is_alive():
@@ -244,9 +253,10 @@ def print_table(gradebook, aid):
 def kill_matrix(gradebook, aid):
     """Print mistakes x test cells (X: lost points where expected, x: lost points elsewhere) and the kill rate."""
     bank = mutants(aid)
-    if not bank:
-        return
     by_student = {r['student']: r for r in rows(gradebook, aid)}
+    if not bank or any(m.student not in by_student for m in bank.MUTANTS + bank.ALTERNATIVES):
+        print(f'\n{aid}: no kill matrix: the class is not the demo class (make mutants grades it)')
+        return
     cells = test_cells(aid)
     width = max(len(m.student) for m in bank.MUTANTS)
     print(f"\n{aid} kill matrix: X lost points in a cell meant to catch it, x in another cell, ! expected but kept")
@@ -271,7 +281,12 @@ def main():
     ap.add_argument('--jobs', type=int, default=os.cpu_count(), help='submissions graded at once (default: the cores)')
     ap.add_argument('--timeout', type=int, default=180, help='seconds one submission may take in all (default 180)')
     ap.add_argument('--cell-timeout', type=int, help="seconds one cell may take (default: nbgrader_config.py's Execute.timeout)")
+    ap.add_argument('--no-sandbox', action='store_true', help='run student code unsandboxed (trusted code only)')
     args = ap.parse_args()
+    sandboxed = not args.no_sandbox and sandbox.available()
+    if not sandboxed:
+        print('warning: --no-sandbox: grading WITHOUT a sandbox: student code can read and write the whole course'
+              if args.no_sandbox else sandbox.UNAVAILABLE, file=sys.stderr)
     if args.demo:
         write_class(demo_class(), ROOT / 'submitted')
     if not (ROOT / 'submitted').is_dir():
@@ -286,7 +301,8 @@ def main():
         context.set_forkserver_preload(['grade', 'preprocessors', 'nbgrader.apps.api', 'torch'])
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             n = len(students)
-            list(pool.map(autograde, [aid] * n, students, [args.timeout] * n, [args.cell_timeout] * n, [context] * n))
+            list(pool.map(autograde, [aid] * n, students, [args.timeout] * n, [args.cell_timeout] * n, [sandboxed] * n,
+                          [context] * n))
         nbgrader('generate_feedback', aid, '--force', '--log-level=ERROR', check=False)
     nbgrader('export', '--exporter=grade.CellCsvExport', '--to=grades.csv', '--log-level=WARN')
     with Gradebook(f"sqlite:///{ROOT / 'gradebook.db'}") as gb:

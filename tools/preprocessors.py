@@ -10,6 +10,7 @@ import numpy as np
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer
 
+import sandbox
 from course import ROOT, role
 
 PROBE_IN, PROBE_OUT = '_probe_in.npz', '_probe_out.npz'  # next to the notebook being graded
@@ -72,7 +73,8 @@ class AddProbe(NbGraderPreprocessor):
         checks = checks_for(resources['nbgrader']['assignment'])
         if checks:
             folder = Path(resources['metadata']['path'])
-            np.savez(folder / PROBE_IN, **checks.make_inputs())
+            resources['probe_inputs'] = checks.make_inputs()  # judged from this copy: the student can rewrite the file
+            np.savez(folder / PROBE_IN, **resources['probe_inputs'])
             (folder / PROBE_OUT).unlink(missing_ok=True)
             cell = nbformat.v4.new_code_cell(checks.PROBE)
             cell.metadata['course'] = {'probe': True}
@@ -86,12 +88,13 @@ class JudgeProbe(NbGraderPreprocessor):
     max_bytes = Integer(50_000_000, help='a larger record is not read, and every check fails').tag(config=True)
 
     def preprocess(self, nb, resources):
+        folder = Path(resources['metadata']['path'])
+        sandbox.sanitize(folder)  # no link or fifo the student left may steer what nbgrader reads or writes here
         checks = checks_for(resources['nbgrader']['assignment'])
         if not checks:
             return nb, resources
         nb.cells = [c for c in nb.cells if not c.metadata.get('course', {}).get('probe')]
-        folder = Path(resources['metadata']['path'])
-        record, inputs = {}, dict(np.load(folder / PROBE_IN))
+        record, inputs = {}, resources['probe_inputs']
         out = folder / PROBE_OUT
         try:
             if out.is_file() and not out.is_symlink() and out.stat().st_size <= self.max_bytes:

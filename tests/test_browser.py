@@ -1,0 +1,364 @@
+"""The student and instructor journeys, driven through JupyterLab's UI in headless Chromium (Debian's, via Playwright).
+
+One JupyterLab 4 serves a temporary copy of the course on 127.0.0.1 with a token, while tools/grade.py --demo autogrades a
+demo class in that copy. The student opens the release from the file browser, finds the test cells locked, types
+Head into the editor, runs all cells and presses nbgrader's Validate; the instructor opens the formgrader, sees the demo
+submissions and their scores, and grades one written answer. The fixtures act and record what the page showed; each
+test checks one claim about it. Screenshots of each step go to test-artifacts/browser/.
+"""
+
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from nbgrader.api import Gradebook
+from PIL import Image
+from playwright.sync_api import sync_playwright
+
+from conftest import ROOT, free_port, read
+from course import MARKER, assignments, copy_course, notebooks, role
+from grade import DEMO_MARK
+
+CHROMIUM = '/usr/bin/chromium'
+# Headless, and quiet: without the background-networking flags Chromium calls home, which this closed network refuses.
+CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
+SHOTS = ROOT / 'test-artifacts' / 'browser'
+STUDENT_SHOTS = ['01-student-opens-release', '02-student-locked-cell', '03-student-typed-head', '04-student-run-all',
+                 '05-student-validate']
+INSTRUCTOR_SHOTS = ['06-formgrader-assignments', '07-formgrader-submissions', '08-formgrader-manual-grade']
+STUB = 'NotImplementedError: replace this line with your code'
+AID = assignments()[0]
+NAME = notebooks(AID)[0]
+NOTEBOOK = NAME.removesuffix('.ipynb')
+RELEASE = read(ROOT / 'release' / AID / NAME).cells
+HEAD = next(i for i, c in enumerate(RELEASE) if role(c) == 'solution')  # the first exercise: the Head class
+NEXT = next(i for i, c in enumerate(RELEASE) if i > HEAD and role(c) == 'solution')  # the exercise after it
+HEAD_TESTS = [i for i, c in enumerate(RELEASE[:NEXT]) if role(c) == 'test']  # run before the next exercise
+TESTS = [i for i, c in enumerate(RELEASE) if role(c) == 'test']
+LOCKED = HEAD_TESTS[0]
+SOURCE = next(c.source for c in read(ROOT / 'source' / AID / NAME).cells if c.id == RELEASE[HEAD].id)
+SOLUTION = MARKER.sub('', SOURCE)  # the Head cell as the student should end up with it
+SOLVED = re.findall(r'^[ \t]*### BEGIN SOLUTION[ \t]*\n(.*?)^[ \t]*### END SOLUTION', SOURCE, re.M | re.S)  # what they type
+
+
+def first_line(i):
+    return RELEASE[i].source.splitlines()[0]
+
+
+def shoot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    time.sleep(0.3)  # let the last paint land
+    page.screenshot(path=SHOTS / f'{name}.png')
+
+
+@pytest.fixture(scope='module')
+def chromium():
+    """Debian's chromium, installed with apt-get when it is missing (CI starts without a browser)."""
+    if not os.path.exists(CHROMIUM):
+        if os.geteuid() != 0 or not shutil.which('apt-get'):
+            pytest.skip(f'browser tests need Debian\'s chromium at {CHROMIUM}: run "apt-get install chromium" as root')
+        done = subprocess.run('apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-liberation',
+                              shell=True, capture_output=True, text=True, env={**os.environ, 'DEBIAN_FRONTEND': 'noninteractive'})
+        if done.returncode or not os.path.exists(CHROMIUM):
+            pytest.skip(f'browser tests need Debian\'s chromium, and apt-get could not install it: {done.stderr.strip()[-300:]}')
+    return CHROMIUM
+
+
+@pytest.fixture(scope='module')
+def course(tmp_path_factory):
+    """A temporary copy of the course, with tools/grade.py --demo autograding its demo class in the background."""
+    root = copy_course(tmp_path_factory.mktemp('course'))
+    shutil.rmtree(root / 'tests' / 'mutants', ignore_errors=True)  # a small demo class: the perfect and the blank submission
+    log = open(root.parent / 'grade.log', 'w')
+    grading = subprocess.Popen([sys.executable, 'tools/grade.py', '--demo'], cwd=root, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not (root / 'submitted' / DEMO_MARK).exists():  # the demo class is written from release/: before the student edits it
+        assert grading.poll() is None and time.monotonic() < deadline, (root.parent / 'grade.log').read_text()
+        time.sleep(0.2)
+    yield root, grading
+    grading.kill()
+    grading.wait()
+    log.close()
+
+
+@pytest.fixture(scope='module')
+def lab(course, tmp_path_factory):
+    """The URL of JupyterLab serving the course copy on 127.0.0.1 with a token, with fresh settings and workspaces."""
+    root, _ = course
+    home = tmp_path_factory.mktemp('jupyter')
+    notification = home / 'settings' / '@jupyterlab' / 'apputils-extension' / 'notification.jupyterlab-settings'
+    notification.parent.mkdir(parents=True)
+    notification.write_text('{"fetchNews": "false", "checkForUpdates": false}')  # no "get Jupyter news?" toast
+    (home / 'exchange').mkdir()
+    (home / 'nbgrader_config.py').write_text(f'c = get_config()  # noqa\nc.Exchange.root = {str(home / "exchange")!r}\n')
+    env = {**os.environ, 'JUPYTER_CONFIG_DIR': str(home), 'JUPYTERLAB_SETTINGS_DIR': str(home / 'settings'),
+           'JUPYTERLAB_WORKSPACES_DIR': str(home / 'workspaces'), 'JUPYTER_RUNTIME_DIR': str(home / 'runtime')}
+    port, token = free_port(), secrets.token_hex(16)
+    log = open(home / 'lab.log', 'w')
+    server = subprocess.Popen([sys.executable, '-m', 'jupyterlab', '--no-browser', '--allow-root', '--ip=127.0.0.1',
+                               f'--port={port}', f'--IdentityProvider.token={token}', f'--ServerApp.root_dir={root}',
+                               '--LabApp.news_url=None'], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f'http://127.0.0.1:{port}/api/status?token={token}', timeout=2)
+            break
+        except OSError:
+            assert server.poll() is None and time.monotonic() < deadline, (home / 'lab.log').read_text()
+            time.sleep(0.3)
+    yield f'http://127.0.0.1:{port}/lab?token={token}'
+    server.terminate()  # JupyterLab shuts its kernels down on SIGTERM
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+    log.close()
+
+
+@pytest.fixture(scope='module')
+def page(chromium, tmp_path_factory):
+    """A page of headless Chromium with a fresh profile."""
+    with sync_playwright() as p:
+        browser = p.chromium.launch_persistent_context(tmp_path_factory.mktemp('profile'), executable_path=chromium,
+                                                       args=CHROMIUM_ARGS, headless=True, viewport={'width': 1280, 'height': 860})
+        page = browser.pages[0] if browser.pages else browser.new_page()
+        page.set_default_timeout(60_000)
+        yield page
+        browser.close()
+
+
+def menu(page, top, item):
+    page.locator('.lm-MenuBar-itemLabel', has_text=re.compile(f'^{top}$')).click()
+    page.locator('.lm-Menu-itemLabel', has_text=re.compile(f'^{re.escape(item)}$')).click()
+
+
+def cell(page, i):
+    return page.locator(f'.jp-Notebook .jp-Cell[data-windowed-list-index="{i}"]')
+
+
+def type_lines(page, text):
+    """Type text key by key; after each Enter, select CodeMirror's auto-indent so the line's own indentation replaces it."""
+    for n, line in enumerate(text.split('\n')):
+        if n:
+            page.keyboard.press('Enter')
+            page.keyboard.press('Shift+Home')
+        page.keyboard.type(line)
+
+
+def fill_in(page, i):
+    """In cell i, replace each stub (# YOUR CODE HERE and the raise below it) by the source's solution, typed, last one first."""
+    lines = RELEASE[i].source.split('\n')
+    stubs = [n for n, line in enumerate(lines) if line.strip() == '# YOUR CODE HERE']
+    cell(page, i).locator('.cm-content').click()
+    for n, body in reversed(list(zip(stubs, SOLVED, strict=True))):
+        page.keyboard.press('Control+Home')
+        for _ in range(n - 1):
+            page.keyboard.press('ArrowDown')
+        page.keyboard.press('End')  # select from the end of the line above the stub to the end of the raise line
+        page.keyboard.press('Shift+ArrowDown')
+        page.keyboard.press('Shift+ArrowDown')
+        page.keyboard.press('Shift+End')
+        type_lines(page, '\n' + body.rstrip('\n'))
+
+
+CELLS_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].map(c => ({
+    prompt: c.querySelector('.jp-InputPrompt')?.textContent ?? '',
+    output: c.querySelector('.jp-OutputArea')?.textContent ?? '',
+    error: !!c.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')}))"""
+IDLE_JS = """(i) => { const p = [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')].map(e => e.textContent);
+    return /\\d/.test(p[i]) && !p.some(t => t.includes('*')); }"""
+
+
+@pytest.fixture(scope='module')
+def student(lab, page, course):
+    """The student's journey; returns what the page showed and the notebook as saved."""
+    root, _ = course
+    path = root / 'release' / AID / NAME
+    seen = {}
+    page.goto(lab)
+    for name in ['release', AID, NAME]:
+        page.locator('.jp-DirListing-item', has_text=name).first.dblclick()
+    cell(page, 0).locator('h1').wait_for()  # the title cell is rendered
+    page.get_by_text('Python 3 (ipykernel) | Idle').wait_for()  # and the kernel is up
+    shoot(page, STUDENT_SHOTS[0])
+
+    locked = cell(page, LOCKED).locator('.cm-content')
+    locked.click()
+    seen['locked_edit_mode'] = page.locator('.jp-Notebook.jp-mod-editMode').count() == 1
+    before = locked.text_content()
+    page.keyboard.type('pass  # my change')
+    seen['locked_text'] = (before, locked.text_content())
+    shoot(page, STUDENT_SHOTS[1])
+
+    fill_in(page, HEAD)
+    page.keyboard.press('Escape')
+    page.keyboard.press('Control+s')
+    page.locator('.lm-TabBar-tab.jp-mod-dirty').wait_for(state='detached')
+    seen['saved'] = read(path).cells
+    shoot(page, STUDENT_SHOTS[2])
+
+    menu(page, 'Run', 'Run All Cells')
+    page.wait_for_function(IDLE_JS, arg=HEAD, timeout=120_000)
+    seen['cells'] = page.evaluate(CELLS_JS)
+    cell(page, HEAD_TESTS[0]).scroll_into_view_if_needed()
+    shoot(page, STUDENT_SHOTS[3])
+
+    page.get_by_role('button', name='Validate').click()
+    dialog = page.locator('.jp-Dialog', has_text='Validation Results')
+    dialog.wait_for(timeout=120_000)
+    seen['validate'] = dialog.locator('.jp-Dialog-body').text_content()
+    shoot(page, STUDENT_SHOTS[4])
+    dialog.get_by_role('button', name='Ok').click()
+    return seen
+
+
+def test_student_cannot_type_into_a_locked_test_cell(student):
+    before, after = student['locked_text']
+    assert student['locked_edit_mode'] and before == after, f'typing into a locked cell changed it:\n{before}\n->\n{after}'
+    assert student['saved'][LOCKED].source == RELEASE[LOCKED].source, 'the saved locked cell differs from the release'
+
+
+def test_head_typed_into_the_editor_is_saved_as_the_solution(student):
+    assert student['saved'][HEAD].source == SOLUTION, f'saved Head cell:\n{student["saved"][HEAD].source}'
+
+
+def test_run_all_passes_every_test_of_the_head(student):
+    cells = student['cells']
+    failed = {first_line(i): (cells[i]['prompt'], cells[i]['output'][-300:]) for i in HEAD_TESTS
+              if cells[i]['error'] or not re.search(r'\d', cells[i]['prompt'])}
+    assert not failed, f'head tests that did not run and pass after Run All: {failed}'
+
+
+def test_run_all_stops_at_the_next_exercise_with_the_stub_message(student):
+    cells = student['cells']
+    first = next((i for i, c in enumerate(cells) if c['error']), None)
+    assert first is not None and first > NEXT and STUB in cells[first]['output'], (
+        f'expected the first error after cell {NEXT} ({RELEASE[NEXT].id}), saying {STUB!r}; '
+        f'got {first and RELEASE[first].id}: {first and cells[first]["output"][-300:]}')
+
+
+def listed(student):
+    """Indices of the test cells that the Validate dialog lists as failed."""
+    return [i for i in TESTS if first_line(i) in student['validate']]
+
+
+def test_validate_dialog_lists_failed_tests_only_after_the_head_exercise(student):
+    assert listed(student) and min(listed(student)) > NEXT, (
+        f'Validate should list only tests after {RELEASE[NEXT].id}; it listed {[RELEASE[i].id for i in listed(student)]}:\n'
+        f'{student["validate"][:2000]}')
+
+
+def test_validate_dialog_gives_the_stub_message_for_each_failed_test(student):
+    assert student['validate'].count(STUB) == len(listed(student)), student['validate'][:3000]
+
+
+MANUAL = next(c for c in read(ROOT / 'source' / AID / NAME).cells if role(c) == 'answer').metadata.nbgrader
+SCORE, COMMENT = MANUAL.points - 1, 'Right about saturation; say what happens to the gradient.'
+
+
+def rows(frame, columns):
+    """{first column's text: {column: text}} of the formgrader's main table."""
+    table = {}
+    for row in frame.locator('#main-table tr').all():
+        texts = [row.locator(f'td.{c}').text_content().strip() for c in columns]
+        table[texts[0]] = dict(zip(columns[1:], texts[1:], strict=True))
+    return table
+
+
+def follow(frame, link, url, ready='models.loaded'):
+    """Click link in the formgrader's frame and wait until the page at url has loaded its data (ready is true)."""
+    link.click()
+    frame.wait_for_url(url, wait_until='domcontentloaded')  # the grading page's MathJax may wait on the network
+    frame.wait_for_function(f'() => window.{ready.split(".")[0]} && {ready}')
+
+
+@pytest.fixture(scope='module')
+def instructor(student, page, course):
+    """The instructor's journey in the formgrader, once the demo class is graded; returns what the pages showed."""
+    root, grading = course
+    done, log = grading.wait(timeout=150), (root.parent / 'grade.log').read_text()
+    assert done == 0, log
+    seen = {}
+    page.keyboard.press('Control+b')  # hide the file browser: the formgrader's tables are wide
+    menu(page, 'Nbgrader', 'Formgrader')
+    frame = page.locator('iframe').element_handle().content_frame()
+    frame.wait_for_url('**/formgrader/manage_assignments')
+    frame.wait_for_function('() => window.models && models.loaded')
+    seen['assignments'] = rows(frame, ['name', 'num-submissions'])
+    shoot(page, INSTRUCTOR_SHOTS[0])
+
+    follow(frame, frame.locator('#main-table tr', has_text=AID).locator('td.num-submissions a'), f'**/manage_submissions/{AID}')
+    seen['submissions'] = rows(frame, ['student-id', 'score'])
+    shoot(page, INSTRUCTOR_SHOTS[1])
+
+    follow(frame, frame.get_by_role('link', name='Manual Grading'), '**/gradebook')
+    follow(frame, frame.locator('#main-table a', has_text=re.compile(f'^{AID}$')), f'**/gradebook/{AID}')
+    follow(frame, frame.locator('#main-table a', has_text=NOTEBOOK), f'**/gradebook/{AID}/{NOTEBOOK}')
+    todo = frame.locator('#main-table tr', has=frame.locator('td.needs-manual-grade span')).first
+    assert todo.count(), f'no submission waits for manual grading; tools/grade.py --demo said:\n{log}'
+    seen['student'] = todo.locator('a.name-shown').text_content().strip()
+    follow(frame, todo.locator('a.name-hidden'), '**/submissions/**', 'formgrader.grades.loaded && formgrader.comments.loaded')
+    score, comment = frame.locator(f'input#{MANUAL.grade_id}'), frame.locator(f'textarea#{MANUAL.grade_id}-comment')
+    with page.expect_response(lambda r: '/formgrader/api/grade/' in r.url and r.request.method == 'PUT'):
+        score.fill(f'{SCORE:g}')
+        score.press('Tab')
+    with page.expect_response(lambda r: '/formgrader/api/comment/' in r.url and r.request.method == 'PUT'):
+        comment.fill(COMMENT)
+        score.focus()
+    comment.scroll_into_view_if_needed()
+    shoot(page, INSTRUCTOR_SHOTS[2])
+    return seen
+
+
+def students(root):
+    return sorted(p.name for p in (root / 'submitted').iterdir() if p.is_dir())
+
+
+def test_formgrader_lists_the_assignment_with_every_demo_submission(instructor, course):
+    root, _ = course
+    assert instructor['assignments'] == {AID: {'num-submissions': str(len(students(root)))}}, instructor['assignments']
+
+
+def scores(text):
+    """(score, max score) from the formgrader's 'a / b'; the text itself when it shows no score."""
+    m = re.fullmatch(r'([\d.]+) / ([\d.]+)', text)
+    return (float(m[1]), float(m[2])) if m else text
+
+
+def test_formgrader_shows_each_submissions_autograded_score(instructor, course):
+    root, _ = course
+    with Gradebook(f'sqlite:///{root / "gradebook.db"}') as gb:
+        subs = {s: gb.find_submission(AID, s) for s in students(root)}
+        want = {s: (round(sub.code_score, 2), round(sub.max_score, 2)) for s, sub in subs.items()}
+    shown = {s: scores(row['score']) for s, row in instructor['submissions'].items()}
+    assert shown == want, f'formgrader scores {shown}, gradebook autograded scores {want}'
+
+
+def test_manual_score_and_comment_entered_in_the_formgrader_reach_the_gradebook(instructor, course):
+    root, _ = course
+    with Gradebook(f'sqlite:///{root / "gradebook.db"}') as gb:
+        grade = gb.find_grade(MANUAL.grade_id, NOTEBOOK, AID, instructor['student'])
+        comment = gb.find_comment(MANUAL.grade_id, NOTEBOOK, AID, instructor['student'])
+        got = (grade.manual_score, comment.manual_comment)
+    assert got == (SCORE, COMMENT), f'gradebook holds {got} for {instructor["student"]}; entered {(SCORE, COMMENT)}'
+
+
+def blank_fraction(path):
+    """The share of the work area (right of the side bar, below the menus) that is the most common colour."""
+    image = Image.open(path).convert('RGB')
+    area = image.crop((300, 100, image.width, image.height))
+    return max(area.getcolors(area.width * area.height))[0] / (area.width * area.height)
+
+
+@pytest.mark.parametrize('shot', STUDENT_SHOTS + INSTRUCTOR_SHOTS)
+def test_screenshot_of_each_step_shows_a_rendered_page(student, instructor, shot):
+    fraction = blank_fraction(SHOTS / f'{shot}.png')
+    assert fraction < 0.9, f'{shot}.png is {fraction:.0%} one colour: the page had not rendered'

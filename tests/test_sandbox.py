@@ -1,0 +1,331 @@
+"""The grading kernel's sandbox (tools/sandbox.py): each test runs student code in it, as nbgrader autograde does, in a fake
+course in tmp_path, and checks one guarantee. Every test also checks that nothing it started is left running."""
+
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import Execute
+from traitlets.config.loader import KVArgParseConfigLoader
+
+import sandbox
+from conftest import ROOT
+from course import assignments, notebooks
+
+SECRET = 'SOLUTION-ONLY-IN-SOURCE'
+
+
+@pytest.fixture(scope='module', autouse=True)
+def bwrap():
+    """Install bubblewrap if it is missing (CI is root on a fresh Debian); skip only if that fails."""
+    if not shutil.which('bwrap'):
+        install = ['apt-get', 'install', '-y', '-q', 'bubblewrap']
+        env = {**os.environ, 'DEBIAN_FRONTEND': 'noninteractive'}
+        try:
+            if subprocess.run(install, capture_output=True, env=env).returncode:
+                subprocess.run(['apt-get', 'update', '-q'], capture_output=True, env=env)
+                subprocess.run(install, capture_output=True, env=env)
+        except OSError:
+            pass
+    if not sandbox.available():
+        pytest.skip('no sandbox: bubblewrap is missing and `apt-get install -y bubblewrap` failed, '
+                    'or bwrap cannot create namespaces on this machine')
+
+
+def running(marker):
+    """Command lines of the processes whose command line holds marker."""
+    done = subprocess.run(['pgrep', '-af', marker], capture_output=True, text=True)
+    return [line for line in done.stdout.splitlines() if 'pgrep' not in line]
+
+
+def soon(condition, seconds=5):
+    """Whether condition() becomes true within seconds."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return condition()
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    """A fake course (source/, gradebook.db, another student's work, input.txt) and the sandbox set up as for nbgrader;
+    cwd is autograded/alice/hw/. On teardown, no process started from it may be left."""
+    root = tmp_path / 'course'
+    for folder in ('source/hw', 'submitted/other/hw', 'autograded/other/hw', 'autograded/alice/hw'):
+        (root / folder).mkdir(parents=True)
+    (root / 'source/hw/secret.txt').write_text(SECRET)
+    (root / 'submitted/other/hw/work.ipynb').write_text(SECRET)
+    (root / 'autograded/other/hw/work.ipynb').write_text(SECRET)
+    with sqlite3.connect(root / 'gradebook.db') as db:
+        db.execute('create table grade (student text, score real)')
+    if (ROOT / 'input.txt').exists():
+        shutil.copy(ROOT / 'input.txt', root / 'input.txt')
+    flags, env = sandbox.nbgrader_args(tmp_path / 'sandbox')
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    config = KVArgParseConfigLoader(flags).load_config()
+    yield SimpleNamespace(tmp=tmp_path, root=root, cwd=root / 'autograded/alice/hw', config=config)
+    soon(lambda: not running(str(tmp_path)))
+    left = running(str(tmp_path))
+    for line in left:
+        os.kill(int(line.split()[0]), signal.SIGKILL)
+    assert not left, f'processes left running: {left}'
+
+
+def text(cell):
+    """A cell's output as text: streams, results, and errors as 'Ename: evalue'."""
+    parts = []
+    for out in cell.outputs:
+        if out.output_type == 'stream':
+            parts.append(out.text)
+        elif out.output_type == 'error':
+            parts.append(f'{out.ename}: {out.evalue}')
+        else:
+            parts.append(out.get('data', {}).get('text/plain', ''))
+    return ''.join(parts)
+
+
+@contextmanager
+def kernel(course, timeout=20, student='alice'):
+    """A sandboxed kernel started by nbgrader's Execute preprocessor as autograde configures it; yields run(source),
+    which executes one cell and returns its output as text. The kernel is shut down on exit, as after a notebook.
+    Another student gets a sandbox folder of their own, as each nbgrader process running at the same time does."""
+    config = course.config
+    if student != 'alice':
+        (course.root / 'autograded' / student / 'hw').mkdir(parents=True, exist_ok=True)
+        config = KVArgParseConfigLoader(sandbox.nbgrader_args(course.tmp / f'sandbox-{student}')[0]).load_config()
+    ep = Execute(config=config, timeout=timeout)
+    ep.nb, ep.resources = nbformat.v4.new_notebook(), {'metadata': {'path': str(course.root / 'autograded' / student / 'hw')}}
+
+    def run(source):
+        cell = nbformat.v4.new_code_cell(source)
+        ep.nb.cells.append(cell)
+        ep.execute_cell(cell, len(ep.nb.cells) - 1)
+        return text(cell)
+
+    run.client = ep  # its km is the kernel's manager
+    with ep.setup_kernel():
+        yield run
+
+
+def test_writes_only_its_own_folder(course):
+    real = ROOT / f'pwned-{course.tmp.name}.txt'  # in the real course root, removed even if the sandbox fails
+    targets = ['../../../pwned.txt', '../../other/hw/work.ipynb', '../../../source/hw/secret.txt',
+               f'{course.root}/pwned.txt', str(real), '/usr/pwned.txt', '/pwned.txt']
+    try:
+        with kernel(course) as run:
+            out = run("open('answer.txt', 'w').write('42')\n"
+                      f"for path in {targets}:\n"
+                      "    try:\n"
+                      "        open(path, 'w').write('pwned')\n"
+                      "        print('wrote', path)\n"
+                      "    except OSError as e:\n"
+                      "        print('refused', type(e).__name__, e.strerror)")
+        assert not real.exists()
+    finally:
+        real.unlink(missing_ok=True)
+    assert (course.cwd / 'answer.txt').read_text() == '42'
+    assert 'wrote' not in out and out.count('refused') == len(targets), out
+    assert not (course.root / 'pwned.txt').exists()
+    assert (course.root / 'autograded/other/hw/work.ipynb').read_text() == SECRET
+    assert (course.root / 'source/hw/secret.txt').read_text() == SECRET
+
+
+def test_cannot_read_source_gradebook_or_other_students(course):
+    targets = [course.root / name for name in ('source/hw/secret.txt', 'gradebook.db', 'submitted/other/hw/work.ipynb',
+                                               'autograded/other/hw/work.ipynb')]
+    targets += [ROOT / 'nbgrader_config.py',
+               *(ROOT / 'source' / aid / name for aid in assignments() for name in notebooks(aid))]
+    with kernel(course) as run:
+        out = run(f"import os\nprint(sorted(os.listdir('{course.root}')))\n"
+                  f"for path in {[str(t) for t in targets]}:\n"
+                  "    try:\n"
+                  "        print('read', path, len(open(path, 'rb').read()))\n"
+                  "    except OSError as e:\n"
+                  "        print('refused', type(e).__name__)")
+    assert out.splitlines()[0] == "['autograded', 'input.txt']", out  # the course root holds only the path to cwd, and the data
+    assert 'read' not in out and out.count('refused FileNotFoundError') == len(targets), out
+
+
+def test_has_no_network(course):
+    with socket.create_server(('127.0.0.1', 0)) as server:
+        port = server.getsockname()[1]
+        with kernel(course) as run:
+            out = run("import socket\n"
+                      f"for host in ['127.0.0.1', '1.1.1.1']:\n"
+                      "    try:\n"
+                      f"        socket.create_connection((host, {port}), timeout=3)\n"
+                      "        print('connected', host)\n"
+                      "    except OSError as e:\n"
+                      "        print('refused', host, type(e).__name__, e.strerror)")
+        server.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody connected to the host's loopback
+    assert 'connected' not in out and 'refused 127.0.0.1' in out and 'refused 1.1.1.1' in out, out
+
+
+def test_memory_bomb_gets_memory_error_and_the_kernel_goes_on(course):
+    with kernel(course) as run:
+        out = run("hog = []\n"  # bytes(n) is calloc, fast: counted at once, in RAM once touched; stops at twice the limit
+                  "try:\n"
+                  f"    while len(hog) < {sandbox.LIMITS['data'] >> 27}:\n"
+                  "        hog.append(bytes(256 << 20))\n"
+                  "    print('no limit')\n"
+                  "except MemoryError:\n"
+                  "    print('MemoryError after', len(hog) * 256, 'MiB')\n"
+                  "del hog")
+        assert run("print('alive')") == 'alive\n'
+    mib = int(out.split()[2])
+    assert out.startswith('MemoryError after') and 2048 <= mib < sandbox.LIMITS['data'] >> 20, out
+
+
+def test_fork_bomb_is_capped_does_not_hinder_another_sandbox_and_dies_with_the_kernel(course):
+    with kernel(course) as run:
+        out = run("import os, time\n"  # stops at the limit + 50 if there is none, not to harm the machine
+                  "children = []\n"
+                  "try:\n"
+                  f"    while len(children) < {sandbox.LIMITS['nproc'] + 50}:\n"
+                  "        pid = os.fork()\n"
+                  "        if pid == 0:\n"
+                  "            time.sleep(1000)\n"
+                  "            os._exit(0)\n"
+                  "        children.append(pid)\n"
+                  "except OSError as e:\n"
+                  "    print('stopped after', len(children), type(e).__name__)")
+        assert len(running(str(course.tmp))) > 100  # the forks are there, until the kernel is shut down
+        with kernel(course, student='bob') as other:  # graded at the same time: the cap is per sandbox
+            assert other("import torch\nprint(torch.ones(2, 2).sum().item())") == '4.0\n'
+    assert out.startswith('stopped after') and int(out.split()[2]) < sandbox.LIMITS['nproc'] and 'BlockingIOError' in out, out
+
+
+def test_double_forked_daemon_dies_with_the_kernel(course):
+    marker = f'daemon-of-{course.cwd}'
+    with kernel(course) as run:
+        daemon = f'(trap \"\" HUP INT TERM; sleep 1000; : {marker}) >/dev/null 2>&1 &'  # a subshell, orphaned, ignoring signals
+        run(f"import subprocess\nsubprocess.run(['sh', '-c', '{daemon}'], start_new_session=True)")
+        assert soon(lambda: running(marker)), 'the daemon did not start'
+    assert soon(lambda: not running(marker)), 'the daemon outlived the kernel'
+
+
+def test_sigkill_to_the_launcher_takes_everything_down(course):
+    """What jupyter_client does last to a kernel that will not stop: SIGKILL the process it started (now bwrap)."""
+    marker = f'daemon-of-{course.cwd}'
+    with kernel(course) as run:
+        daemon = f'(trap \"\" HUP INT TERM; sleep 1000; : {marker}) >/dev/null 2>&1 &'
+        run(f"import subprocess\nsubprocess.run(['sh', '-c', '{daemon}'], start_new_session=True)")
+        assert soon(lambda: running(marker)), 'the daemon did not start'
+        os.kill(run.client.km.provisioner.pid, signal.SIGKILL)
+        assert soon(lambda: not running(str(course.tmp))), 'processes outlived the launcher'
+
+
+@pytest.mark.parametrize('crash', ['import os; os._exit(3)', 'import ctypes; ctypes.string_at(0)'], ids=['os_exit', 'segfault'])
+def test_crash_kills_only_that_kernel(course, crash):
+    with kernel(course) as run:
+        with pytest.raises(DeadKernelError):
+            run(crash)
+    with kernel(course) as run:  # the next notebook of the batch
+        assert run("print('next')") == 'next\n'
+    assert not list(course.cwd.glob('core*'))
+
+
+def test_infinite_loop_is_interrupted_and_the_notebook_goes_on(course):
+    with kernel(course, timeout=2) as run:
+        assert 'KeyboardInterrupt' in run('while True: pass')
+        assert run("print('next cell')") == 'next cell\n'
+
+
+def test_loop_that_ignores_sigint_is_killed(course):
+    """The cell times out, the interrupt is ignored, nbclient gives up waiting for the cell's output (iopub_timeout) and
+    raises; the kernel, asked to shut down, does not, and jupyter_client sends SIGTERM to the launcher (bwrap)."""
+    start = time.monotonic()
+    with pytest.raises(CellTimeoutError):
+        with kernel(course, timeout=2) as run:
+            run.client.iopub_timeout = 1  # 4 by default: the same path, sooner
+            run('import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass')
+    assert time.monotonic() - start < 20
+
+
+def test_nbgrader_autograde_runs_the_course_notebook_in_the_sandbox(course):
+    """nbgrader autograde with sandbox.nbgrader_args() in a copy of the course: the solution gets every autograded point,
+    and a cell appended to it shows it ran in the sandbox, and that the traps it left for nbgrader, which writes and chmods
+    files in its folder after the kernel, did not work: its notebook made a fifo (writing it would block), and a link to
+    gradebook.db (chmod 444 would follow it)."""
+    if not (course.root / 'input.txt').exists():
+        pytest.skip('no input.txt: run make data')
+    shutil.copytree(ROOT / 'source', course.root / 'source', dirs_exist_ok=True)
+    shutil.copy(ROOT / 'nbgrader_config.py', course.root)
+    (course.root / 'gradebook.db').unlink()
+    probe = ("import glob, os, socket\nnb = glob.glob('*.ipynb')[0]\nos.remove(nb)\nos.mkfifo(nb)\n"
+             "os.symlink('../../../gradebook.db', 'link')\nprint(socket.gethostname(), os.path.exists('../../../gradebook.db'))")
+    for aid in assignments():
+        for name in notebooks(aid):
+            nb = nbformat.read(ROOT / 'notebooks' / name, as_version=4)
+            nb.cells.append(nbformat.v4.new_code_cell(probe))
+            (course.root / 'submitted/alice' / aid).mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, course.root / 'submitted/alice' / aid / name)
+    flags, env = sandbox.nbgrader_args(course.tmp / 'sandbox')
+    env = {**os.environ, **env, 'PATH': f'{Path(sys.executable).parent}{os.pathsep}{os.environ["PATH"]}',
+           'PYTHONPATH': str(ROOT / 'tools')}  # as course.nbgrader() runs nbgrader
+
+    def nbgrader(*args):
+        done = subprocess.run([sys.executable, '-m', 'nbgrader', *args, '--force'], cwd=course.root, env=env,
+                              capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    for aid in assignments():
+        nbgrader('generate_assignment', aid, '--CourseDirectory.release_directory=.build/release')
+        mode = (course.root / 'gradebook.db').stat().st_mode
+        done = nbgrader('autograde', aid, '--student=alice', *flags)
+        assert (course.root / 'gradebook.db').stat().st_mode == mode
+        with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+            sub = gb.find_submission(aid, 'alice')
+            assert sub.code_score == sub.max_code_score > 0, done.stderr
+        for name in notebooks(aid):
+            nb = nbformat.read(course.root / 'autograded/alice' / aid / name, as_version=4)
+            assert text(nb.cells[-1]) == 'sandbox False\n', done.stderr
+            assert nb.metadata.kernelspec.name != sandbox.NAME  # feedback notebooks open with the students' own kernel
+        assert not (course.root / 'autograded/alice' / aid / 'link').exists()
+
+
+def test_launcher_refuses_a_folder_it_should_not_expose(course, tmp_path):
+    """Started by hand, from the course root or with a connection file in a shared folder, the launcher stops at once."""
+    shared = tmp_path / 'shared'
+    shared.mkdir()
+    (shared / 'other-kernel.json').write_text('{}')
+    for cwd, conn in ((ROOT, course.tmp / 'sandbox/runtime/kernel.json'), (course.cwd, shared / 'kernel.json')):
+        done = subprocess.run([sys.executable, ROOT / 'tools/sandbox.py', conn], cwd=cwd, capture_output=True, text=True)
+        assert done.returncode and 'sandbox: refusing to start' in done.stderr, done.stderr
+    assert (shared / 'other-kernel.json').exists()
+
+
+def test_nothing_passes_from_one_kernel_to_the_next(course):
+    """The one folder kernels share in turn (their sockets') is emptied at each start; /tmp is each kernel's own."""
+    where = "from pathlib import Path\nfrom ipykernel import get_connection_file\nsockets = Path(get_connection_file()).parent\n"
+    with kernel(course) as run:
+        run(where + "(sockets / 'note.txt').write_text('answers')\nPath('/tmp/note.txt').write_text('answers')")
+    with kernel(course) as run:
+        out = run(where + "print(sorted(p.name for p in sockets.iterdir()), Path('/tmp/note.txt').exists())")
+    assert out.endswith(' False\n') and 'note.txt' not in out, out
+
+
+def test_links_and_fifos_the_kernel_leaves_are_removed_before_nbgrader_writes(course):
+    """The launcher exits (and nbgrader goes on) only once the sandbox is gone and cwd holds only files and folders."""
+    (course.root / 'victim.txt').write_text(SECRET)
+    with kernel(course) as run:
+        run("import os\nos.symlink('../../../victim.txt', 'graded.ipynb')\nos.mkfifo('fifo')\nos.makedirs('sub')\n"
+            "os.symlink('/', 'sub/root')")
+    assert sorted(p.name for p in course.cwd.rglob('*')) == ['sub']
+    assert (course.root / 'victim.txt').read_text() == SECRET

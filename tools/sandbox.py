@@ -1,0 +1,213 @@
+"""Sandbox for the grading kernel: a Jupyter kernel launcher that runs ipykernel inside bubblewrap (bwrap), and its setup."""
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = 'course-sandbox'  # the kernelspec name
+MARK = f'{NAME}.txt'  # in the folder nbgrader_args() makes
+# Grading as root, each kernel runs as a user of its own, UID_BASE + the launcher's pid (unique while it runs, far above
+# real users): root ignores RLIMIT_NPROC, which counts the processes of a user, so sandboxes must not share one.
+UID_BASE = 1 << 30
+PR_SET_CHILD_SUBREAPER = 36  # prctl option, linux/prctl.h
+# Per process, set by prlimit inside the sandbox. The real notebook, on 2 cores, peaks at 1.5 GiB of address space,
+# 0.45 GiB of data, 330 MiB resident, 16 threads (each counts as a process) and 6 s of CPU; torch on 64 threads (a big
+# machine) takes 1.8 GiB of data (thread stacks count) and 130 threads. Each limit leaves room for that.
+LIMITS = {
+    # Private writable memory (heap, arrays, stacks): a memory bomb gets MemoryError at 4 GiB. Not the address space,
+    # which glibc's per-thread malloc arenas inflate in proportion to the number of cores.
+    'data': 4 << 30,
+    'cpu': 600,  # seconds of CPU: a backstop behind nbgrader's per-cell timeout (Execute.timeout)
+    'nproc': 256,  # processes and threads of the kernel's user: a fork bomb gets EAGAIN
+    'fsize': 256 << 20,  # bytes per file written
+    'nofile': 1024,  # open files
+    'core': 0,  # no core dumps in the student's folder after a segfault
+}
+TMP_SIZE, SHM_SIZE = 512 << 20, 64 << 20  # the private /tmp and /dev/shm live in RAM: cap them
+MPLCONFIGDIR = '/tmp/.config/matplotlib'  # in the sandbox
+UNAVAILABLE = ('warning: grading WITHOUT a sandbox: student code can read and write the whole course; '
+               'install bubblewrap (apt-get install bubblewrap) to sandbox the grading kernel')
+KEEP_ENV = ('LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'MPLBACKEND', 'PYDEVD_DISABLE_FILE_VALIDATION', 'OMP_NUM_THREADS',
+            'NBGRADER_EXECUTION', 'NBGRADER_VALIDATING')  # nbgrader tells the notebook it is being graded
+
+
+def available():
+    """True if bwrap (and prlimit, setpriv) are installed and bwrap can build a sandbox on this machine."""
+    if not all(shutil.which(t) for t in ('bwrap', 'prlimit', 'setpriv')):
+        return False
+    argv = [*namespaces(), '--ro-bind', '/', '/', 'true']
+    return subprocess.run(argv, capture_output=True, timeout=30).returncode == 0
+
+
+def namespaces():
+    """bwrap and its isolation flags, as this user can run it."""
+    argv = ['bwrap',
+            # No network (the kernel talks to nbgrader over unix sockets), own pids (whatever the student starts dies
+            # with the kernel: pid 1 of the namespace is bwrap, which exits with it), own IPC and hostname.
+            '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'sandbox',
+            # SIGKILL everything inside if bwrap or the launcher dies (jupyter_client signals their process group); a new
+            # session, no tty tricks.
+            '--die-with-parent', '--new-session']
+    if os.geteuid() == 0:
+        # As root bwrap is privileged: keep only what setpriv needs to drop to the kernel's user (no user namespace, as
+        # bwrap would map the kernel to root).
+        return argv + ['--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID']
+    return argv + ['--unshare-user', '--disable-userns']  # as a user: a user namespace, and no nested one inside
+
+
+def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None):
+    """The command that runs kernel_argv sandboxed: it may write only cwd (and a private /tmp), read the system, the
+    Python install and input.txt, and reach only the sockets next to connection_file; as uid if given (root only).
+    files: {path in the sandbox: open file descriptor} of files bwrap copies into its /tmp (pass_fds them to bwrap)."""
+    # The system, read-only: /usr, /etc, and /bin, /lib... as they are here (symlinks into /usr on Debian).
+    binds = [('--ro-bind', '/usr'), ('--ro-bind', '/etc')]
+    binds += [('--ro-bind', top) for top in ('/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32')
+              if os.path.isdir(top) and not os.path.islink(top)]
+    # Python, read-only: the virtualenv and the interpreter it links to (under /root/.pyenv here).
+    binds += [('--ro-bind', p) for p in dict.fromkeys(str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix))]
+    # The data, read-only, where the notebook looks for it: the nearest input.txt up to 3 folders above cwd.
+    data = next((d / 'input.txt' for d in cwd.parents[:3] if (d / 'input.txt').is_file()), None)
+    binds += [('--ro-bind', str(data))] if data else []
+    # Read-write: the folder of the connection file (the kernel creates its unix sockets there) and cwd, nothing else.
+    binds += [('--bind', str(connection_file.parent)), ('--bind', str(cwd))]
+
+    argv = namespaces()
+    # Fresh /proc, minimal /dev, private /tmp and /dev/shm in RAM, capped.
+    argv += ['--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--size', str(SHM_SIZE), '--tmpfs', '/dev/shm',
+             '--perms', '1777', '--size', str(TMP_SIZE), '--tmpfs', '/tmp']
+    # Binds below /tmp (cwd in tests, the connection file) hang from a tmpfs of their own, made read-only below, not from
+    # the writable /tmp: there, as anywhere outside cwd and /tmp, writing fails.
+    targets = [p for _, p in binds]
+    hooks = [h for h in dict.fromkeys('/tmp/' + p.split('/')[2] for p in targets if p.startswith('/tmp/')) if h not in targets]
+    argv += [a for h in hooks for a in ('--tmpfs', h)]
+    # The folders leading to each bind, world-readable (bwrap would make them 0700, closed to the kernel's user).
+    for folder in dict.fromkeys(str(a) for p in targets for a in reversed(Path(p).parents[:-1])):
+        if folder != '/tmp' and folder not in hooks:
+            argv += ['--perms', '0755', '--dir', folder]
+    for top in ('/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'):
+        if os.path.islink(top):
+            argv += ['--symlink', os.readlink(top), top]
+    for flag, path in binds:
+        argv += [flag, path, path]
+    # MPLCONFIGDIR, writable, and the files to copy into /tmp.
+    argv += ['--perms', '1777', '--dir', '/tmp/.config', '--perms', '1777', '--dir', MPLCONFIGDIR]
+    for path, fd in (files or {}).items():
+        argv += ['--perms', '0644', '--file', str(fd), path]
+    # All the rest (the skeleton bwrap made, /dev) read-only.
+    argv += [a for h in hooks for a in ('--remount-ro', h)] + ['--remount-ro', '/dev', '--remount-ro', '/']
+    # A clean environment: no secrets of the grader's, HOME and caches in /tmp. JPY_PARENT_PID=1: the kernel's parent is
+    # bwrap, pid 1 here, so ipykernel neither polls it (--die-with-parent does) nor prints its console banner.
+    argv += ['--chdir', str(cwd), '--clearenv']
+    env = {k: os.environ[k] for k in KEEP_ENV if k in os.environ}
+    env.update(PATH=f'{Path(sys.prefix) / "bin"}:/usr/bin:/bin', HOME='/tmp', TMPDIR='/tmp', XDG_CACHE_HOME='/tmp/.cache',
+               MPLCONFIGDIR=MPLCONFIGDIR, PYTHONDONTWRITEBYTECODE='1', JPY_PARENT_PID='1',
+               USER='student', LOGNAME='student')  # for getpass.getuser(): the kernel's uid has no /etc/passwd entry
+    for k, v in env.items():
+        argv += ['--setenv', k, v]
+    argv.append('--')
+    # Inside: drop root (if we are root), then set the resource limits (in the sandbox's user namespace), then run.
+    if uid is not None:
+        argv += ['setpriv', f'--reuid={uid}', f'--regid={uid}', '--clear-groups', '--inh-caps=-all']
+    argv += ['prlimit', *(f'--{k}={v}' for k, v in LIMITS.items()), '--']
+    return argv + kernel_argv
+
+
+def check_folders(cwd, conn_dir):
+    """Refuse to expose the course (cwd, bound read-write, must not hold it) or a folder nbgrader_args() did not make."""
+    if cwd == Path('/tmp') or ROOT.is_relative_to(cwd) or any((cwd / n).exists() for n in ('nbgrader_config.py', 'gradebook.db')):
+        sys.exit(f'sandbox: refusing to start: the notebook folder (cwd) {cwd} holds a course root')
+    if not (conn_dir.name == 'runtime' and (conn_dir.parent / MARK).is_file()):
+        sys.exit(f'sandbox: refusing to start: the connection file folder {conn_dir} is not one sandbox.nbgrader_args() made '
+                 '(private, and emptied at each start): set KernelManager.connection_file as it does')
+
+
+def launch(connection_file, *extra):
+    """Kernel launcher (the kernelspec's argv), with cwd the notebook's folder: run bwrap around ipykernel, wait until it
+    and everything it started are gone, then sanitize cwd, and only then exit, so that nbgrader, which waits for this
+    process, writes the graded notebook into a folder without the kernel's links."""
+    cwd, conn = Path.cwd().resolve(), Path(connection_file).resolve()
+    check_folders(cwd, conn.parent)
+    os.chmod(conn.parent, 0o700)  # private again: an earlier kernel owned it, and may have opened it to all
+    for entry in conn.parent.iterdir():  # remove what an earlier kernel left there, not to pass it on
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        elif entry != conn:
+            entry.unlink()
+    uid = UID_BASE + os.getpid() if os.geteuid() == 0 else None
+    if uid is not None:  # the kernel's user must write cwd and the connection file's folder, and read that file
+        for parent, subdirs, names in os.walk(cwd):
+            for path in [parent, *(os.path.join(parent, n) for n in subdirs + names)]:
+                os.chown(path, uid, uid, follow_symlinks=False)
+        os.chown(conn.parent, uid, uid)
+        os.chown(conn, uid, uid)
+    kernel = [sys.executable, '-m', 'ipykernel_launcher', '-f', str(conn), '--HistoryManager.hist_file=:memory:', *extra]
+    # A copy of the grader's matplotlib font list, if any, where the kernel's matplotlib looks: building it anew costs
+    # each kernel half a second. A copy: what a kernel does to it stays in its own /tmp.
+    mpl = Path(os.environ.get('MPLCONFIGDIR') or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'matplotlib')
+    files = {f'{MPLCONFIGDIR}/{p.name}': os.open(p, os.O_RDONLY) for p in mpl.glob('fontlist-*.json')}
+    argv = bwrap_argv(cwd, conn, kernel, uid, files)
+    # Become the reaper of whatever bwrap leaves: when jupyter_client's SIGTERM (to this process group) kills bwrap, the
+    # sandbox's pid 1 (killed by --die-with-parent, taking the namespace down) is reparented here and waited for.
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    bwrap = subprocess.Popen(argv, pass_fds=list(files.values()))
+    signal.signal(signal.SIGTERM, lambda *_: bwrap.terminate())  # SIGTERM to this process alone: pass it on
+    status = bwrap.wait()
+    with contextlib.suppress(ChildProcessError):
+        while True:
+            os.wait()
+    sanitize(cwd)
+    sys.exit(status if status >= 0 else 128 - status)
+
+
+def sanitize(folder):
+    """Remove from folder what only a kernel would leave there for the grader to trip on, since nbgrader writes and chmods
+    files there: symbolic links (to gradebook.db, say), fifos (an open for writing would block), sockets, devices."""
+    for parent, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = os.path.join(parent, name)
+            mode = os.lstat(path).st_mode
+            if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+                os.unlink(path)
+
+
+def kernelspec(folder):
+    """Write the kernelspec NAME under folder/kernels/ and return its path."""
+    spec = folder / 'kernels' / NAME
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / 'kernel.json').write_text(json.dumps({
+        'argv': [sys.executable, str(Path(__file__).resolve()), '{connection_file}'],
+        'display_name': 'Python 3 (course sandbox)',
+        'language': 'python',
+        # Interrupt by message: ipykernel then sends SIGINT to itself inside; a signal to the launcher would kill bwrap.
+        'interrupt_mode': 'message',
+        'metadata': {'debugger': False},
+    }, indent=1) + '\n')
+    return spec / 'kernel.json'
+
+
+def nbgrader_args(folder=None):
+    """(flags, env) that make nbgrader autograde run every notebook in the sandbox. folder (default: a new temporary
+    folder, not removed afterwards) receives the kernelspec and, in turn, each kernel's connection file and sockets:
+    nbgrader runs one kernel at a time, so nbgrader processes running at the same time each need their own call."""
+    folder = Path(folder or tempfile.mkdtemp(prefix=f'{NAME}-'))  # short: a unix socket path has at most 107 bytes
+    kernelspec(folder)
+    (folder / MARK).write_text('Made by tools/sandbox.py: the kernelspec in kernels/; in runtime/, the connection file and\n'
+                               'sockets of one sandboxed kernel at a time (emptied each time one starts).\n')
+    (folder / 'runtime').mkdir(mode=0o700, exist_ok=True)  # private: bound read-write into each sandbox in turn
+    flags = [f'--Execute.kernel_name={NAME}',
+             # unix sockets (the sandbox has no network), named after the connection file: runtime/kernel-ipc-<n>
+             '--KernelManager.transport=ipc', f'--KernelManager.connection_file={folder / "runtime" / "kernel.json"}']
+    return flags, {'JUPYTER_PATH': str(folder)}
+
+
+if __name__ == '__main__':
+    launch(*sys.argv[1:])

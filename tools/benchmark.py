@@ -1,7 +1,8 @@
 """Benchmark grading (not a test): seconds per submission for a class, and ratios measured in the same run.
 
-  python tools/benchmark.py                 the demo class, graded by tools/grade.py with --jobs 1 and with the default
-  python tools/benchmark.py --size 60 --plain   a class of 60 (the demo class repeated, plus slow ones), also plain nbgrader
+  python tools/benchmark.py                  the demo class, graded by tools/grade.py (default --jobs)
+  python tools/benchmark.py --size 60 --plain --serial   a class of 60 (the demo class repeated, a few slow ones),
+                                             also plain serial nbgrader and tools/grade.py --jobs 1
 """
 
 import argparse
@@ -49,6 +50,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--size', type=int, default=0, help='students in the class (default: the demo class as it is)')
     ap.add_argument('--plain', action='store_true', help='also time plain serial `nbgrader autograde` on the same class')
+    ap.add_argument('--serial', action='store_true', help='also time tools/grade.py --jobs 1')
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         course = copy_course(tmp)
@@ -63,7 +65,7 @@ def main():
                             '--CourseDirectory.release_directory=.build/release'], cwd=course, check=True, capture_output=True)
             runs['plain nbgrader autograde (serial)'] = timed([sys.executable, '-m', 'nbgrader', 'autograde', *assignments(),
                                                                '--force'], course)
-        for jobs in (1, None):
+        for jobs in ((1, None) if args.serial else (None,)):
             reset(course)
             (course / 'submitted' / DEMO_MARK).unlink(missing_ok=True)
             cmd = [sys.executable, 'tools/grade.py', *(['--jobs', str(jobs)] if jobs else [])]

@@ -61,21 +61,17 @@ def strip_metadata(name, nb):
         cell.metadata.pop('nbgrader', None)
 
 
-def strip_metadata_and_ids(name, nb):
-    strip_metadata(name, nb)
-    data = json.loads(nbformat.writes(nb))
-    data['nbformat_minor'] = 4
-    for cell in data['cells']:
-        cell.pop('id', None)
-    return {name: json.dumps(data).encode()}
-
-
 def old_format_without_ids(name, nb):
     data = json.loads(nbformat.writes(nb))
     data['nbformat_minor'] = 4
     for cell in data['cells']:
         cell.pop('id', None)
     return {name: json.dumps(data).encode()}
+
+
+def strip_metadata_and_ids(name, nb):
+    strip_metadata(name, nb)
+    return old_format_without_ids(name, nb)
 
 
 def edit_locked_test(name, nb):

@@ -6,6 +6,7 @@
 """
 
 import argparse
+import copy
 import shutil
 import statistics
 import subprocess
@@ -13,10 +14,18 @@ import sys
 import tempfile
 import time
 
-from course import assignments, copy_course, notebooks
-from grade import DEMO_MARK, demo_class, edited, solved, write_class
+import nbformat
 
-SLOW = ('score_stats', '    return stats\n', '    import time\n    time.sleep(5)\n    return stats\n')  # a 5 s cell
+from course import assignments, copy_course, notebooks, role
+from grade import DEMO_MARK, demo_class, solved, write_class
+
+
+def slow(nb):
+    """nb with a cell that sleeps 5 s after its first solution cell."""
+    nb = copy.deepcopy(nb)
+    first = next(i for i, c in enumerate(nb.cells) if role(c) == 'solution')
+    nb.cells.insert(first + 1, nbformat.v4.new_code_cell('import time\ntime.sleep(5)'))
+    return nb
 
 
 def make_class(size):
@@ -29,7 +38,7 @@ def make_class(size):
         student, work = base[i % len(base)]
         out[f'{student}_{i}'] = work
     for i in range(0, size, 20):  # one slow submission in every 20
-        out[f'slow_{i}'] = {aid: {name: edited(solved(aid, name), [SLOW]) for name in notebooks(aid)} for aid in assignments()}
+        out[f'slow_{i}'] = {aid: {name: slow(solved(aid, name)) for name in notebooks(aid)} for aid in assignments()}
         del out[next(iter(k for k in out if not k.startswith('slow_')))]
     return out
 

@@ -1,5 +1,6 @@
 """Shared glue: the course root, its assignments, nbgrader runs, and the nbgrader cell roles of a notebook."""
 
+import importlib.util
 import os
 import re
 import shutil
@@ -56,3 +57,14 @@ def copy_course(dest):
     for name in ('nbgrader_config.py', 'course.toml', 'input.txt'):
         shutil.copy(ROOT / name, dest / name)
     return dest
+
+
+def assignment_module(folder, aid):
+    """<folder>/<aid>.py under the course root, imported (tests/mutants/, checks/), or None if the assignment has none."""
+    path = ROOT / folder / f'{aid}.py'
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location(f'{folder.replace("/", "_")}_{aid}', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

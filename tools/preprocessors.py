@@ -2,7 +2,6 @@
 without hidden test lines."""
 
 import contextlib
-import importlib.util
 from pathlib import Path
 
 import nbformat
@@ -11,7 +10,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer
 
 import sandbox
-from course import ROOT, role
+from course import assignment_module, role
 
 PROBE_IN, PROBE_OUT = '_probe_in.npz', '_probe_out.npz'  # next to the notebook being graded
 
@@ -57,13 +56,7 @@ class TestMessagesOnly(NbGraderPreprocessor):
 
 def checks_for(aid):
     """checks/<aid>.py, the out-of-process checks of an assignment, or None."""
-    path = ROOT / 'checks' / f'{aid}.py'
-    if not path.exists():
-        return None
-    spec = importlib.util.spec_from_file_location(f'checks_{aid}', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return assignment_module('checks', aid)
 
 
 class AddProbe(NbGraderPreprocessor):

@@ -50,5 +50,8 @@ c.IgnorePattern.pattern = r'\w*Warning: |Matplotlib is building the font cache'
 c.Autograde.autograde_preprocessors = [AddProbe, Execute, JudgeProbe, IgnorePattern, ClearMetadataPreprocessor, CapOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 
+# `nbgrader export` writes grades.csv with a row per student: status, totals, every test cell, needs_manual_grading.
+c.ExportApp.plugin_class = 'grade.CellCsvExport'
+
 # Feedback shows each failed test's name and message, never the hidden tests' source or tracebacks quoting it.
 c.GenerateFeedback.preprocessors = [ClearHiddenTests, TestMessagesOnly, GetGrades, CSSHTMLHeaderPreprocessor]

@@ -297,7 +297,7 @@ def main():
             list(pool.map(autograde, [aid] * n, students, [args.timeout] * n, [args.cell_timeout] * n, [sandboxed] * n,
                           [context] * n))
         nbgrader('generate_feedback', aid, '--force', '--log-level=ERROR', check=False)
-    nbgrader('export', '--exporter=grade.CellCsvExport', '--to=grades.csv', '--log-level=WARN')
+    nbgrader('export', '--to=grades.csv', '--log-level=WARN')  # with CellCsvExport, set in nbgrader_config.py
     with Gradebook(f"sqlite:///{ROOT / 'gradebook.db'}") as gb:
         for aid in assignments():
             print_table(gb, aid)

@@ -16,7 +16,7 @@ import time
 
 import nbformat
 
-from course import assignments, copy_course, notebooks, role
+from course import assignments, copy_course, nbgrader_env, notebooks, role
 from grade import DEMO_MARK, demo_class, solved, write_class
 
 
@@ -45,7 +45,7 @@ def make_class(size):
 
 def timed(cmd, cwd):
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True)
+    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env=nbgrader_env())
     return time.perf_counter() - start
 
 
@@ -71,7 +71,8 @@ def main():
         if args.plain:
             reset(course)
             subprocess.run([sys.executable, '-m', 'nbgrader', 'generate_assignment', *assignments(), '--force',
-                            '--CourseDirectory.release_directory=.build/release'], cwd=course, check=True, capture_output=True)
+                            '--CourseDirectory.release_directory=.build/release'], cwd=course, check=True, capture_output=True,
+                           env=nbgrader_env())
             runs['plain nbgrader autograde (serial)'] = timed([sys.executable, '-m', 'nbgrader', 'autograde', *assignments(),
                                                                '--force'], course)
         for jobs in ((1, None) if args.serial else (None,)):

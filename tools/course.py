@@ -29,11 +29,16 @@ def colab_url(path):
     return f"https://colab.research.google.com/github/{CONFIG['github']}/blob/{CONFIG['branch']}/{path}"
 
 
+def nbgrader_env():
+    """The environment an nbgrader command needs: this venv's bin on PATH (nbgrader runs alembic), our plugins importable."""
+    return {**os.environ, 'PATH': f'{Path(sys.executable).parent}{os.pathsep}{os.environ["PATH"]}',
+            'PYTHONPATH': str(ROOT / 'tools')}
+
+
 def nbgrader(*args, check=True, **kw):
     """Run one nbgrader command in the course root; return the CompletedProcess (exit with its log if check fails)."""
-    env = {**os.environ, 'PATH': f'{Path(sys.executable).parent}{os.pathsep}{os.environ["PATH"]}',  # nbgrader runs alembic
-           'PYTHONPATH': str(ROOT / 'tools')}  # where our nbgrader plugins live
-    done = subprocess.run([sys.executable, '-m', 'nbgrader', *args], cwd=ROOT, env=env, capture_output=True, text=True, **kw)
+    done = subprocess.run([sys.executable, '-m', 'nbgrader', *args], cwd=ROOT, env=nbgrader_env(), capture_output=True,
+                          text=True, **kw)
     if check and done.returncode:
         sys.exit(f'error: nbgrader {" ".join(args[:2])} failed:\n{done.stdout}{done.stderr}')
     return done

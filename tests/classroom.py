@@ -2,7 +2,6 @@
 
 import csv
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from typing import NamedTuple
 import nbformat
 from corpus import CASES
 
-import sandbox
+from conftest import ensure_sandbox
 from course import ROOT, assignments, copy_course, notebooks
 from grade import DEMO_MARK, demo_class, edited, mutants, solved, write_class
 
@@ -27,14 +26,6 @@ class Graded(NamedTuple):
     cases: list  # the corpus cases graded (without the sandbox: those that do not need it)
     before: dict  # snapshot() before the batch
     sandboxed: bool
-
-
-def sandboxed():
-    """Whether this machine can sandbox the grading kernel; installs bubblewrap first when it is missing (CI is root)."""
-    if not shutil.which('bwrap') and os.geteuid() == 0:
-        subprocess.run('apt-get install -y bubblewrap || (apt-get update && apt-get install -y bubblewrap)',
-                       shell=True, capture_output=True)
-    return sandbox.available()
 
 
 def write(folder, files):
@@ -64,7 +55,7 @@ def run(course, *flags):
 
 def grade_class(course):
     copy_course(course)
-    can_sandbox = sandboxed()
+    can_sandbox = ensure_sandbox()
     bank = {m.student: m for aid in assignments() for m in mutants(aid).MUTANTS}
     name = notebooks(AID)[0]
     perfect = solved(AID, name)

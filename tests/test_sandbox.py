@@ -21,7 +21,7 @@ from nbgrader.preprocessors import Execute
 from traitlets.config.loader import KVArgParseConfigLoader
 
 import sandbox
-from conftest import ROOT
+from conftest import ROOT, ensure_sandbox, running
 from course import assignments, notebooks
 
 SECRET = 'SOLUTION-ONLY-IN-SOURCE'
@@ -29,25 +29,10 @@ SECRET = 'SOLUTION-ONLY-IN-SOURCE'
 
 @pytest.fixture(scope='module', autouse=True)
 def bwrap():
-    """Install bubblewrap if it is missing (CI is root on a fresh Debian); skip only if that fails."""
-    if not shutil.which('bwrap'):
-        install = ['apt-get', 'install', '-y', '-q', 'bubblewrap']
-        env = {**os.environ, 'DEBIAN_FRONTEND': 'noninteractive'}
-        try:
-            if subprocess.run(install, capture_output=True, env=env).returncode:
-                subprocess.run(['apt-get', 'update', '-q'], capture_output=True, env=env)
-                subprocess.run(install, capture_output=True, env=env)
-        except OSError:
-            pass
-    if not sandbox.available():
+    """Install bubblewrap if it is missing; skip only if that fails."""
+    if not ensure_sandbox():
         pytest.skip('no sandbox: bubblewrap is missing and `apt-get install -y bubblewrap` failed, '
                     'or bwrap cannot create namespaces on this machine')
-
-
-def running(marker):
-    """Command lines of the processes whose command line holds marker."""
-    done = subprocess.run(['pgrep', '-af', marker], capture_output=True, text=True)
-    return [line for line in done.stdout.splitlines() if 'pgrep' not in line]
 
 
 def soon(condition, seconds=5):

@@ -3,13 +3,12 @@ each gets its status and points, clean students' grades do not move, nothing out
 process a student started is left running."""
 
 import sqlite3
-import subprocess
 
 import pytest
 from classroom import AID, CLEAN, snapshot
 from corpus import CASES, MARK, Case
 
-from conftest import ROOT
+from conftest import ROOT, running
 from course import notebooks
 
 NAME = notebooks(AID)[0]
@@ -39,8 +38,8 @@ def test_nothing_outside_the_students_folders_changed(graded):
 
 
 def test_no_process_started_by_student_code_is_still_running(graded):
-    left = subprocess.run(['pgrep', '-af', MARK], capture_output=True, text=True).stdout
-    assert not [line for line in left.splitlines() if 'pgrep' not in line], f'left running:\n{left}'
+    left = running(MARK)
+    assert not left, 'left running:\n' + '\n'.join(left)
 
 
 def test_hidden_tests_never_reach_feedback(graded):

@@ -16,7 +16,7 @@ import time
 
 import nbformat
 
-from course import assignments, copy_course, nbgrader_env, notebooks, role
+from course import assignments, copy_course, nbgrader, nbgrader_env, notebooks, role
 from grade import DEMO_MARK, demo_class, solved, write_class
 
 
@@ -70,9 +70,8 @@ def main():
         runs = {}
         if args.plain:
             reset(course)
-            subprocess.run([sys.executable, '-m', 'nbgrader', 'generate_assignment', *assignments(), '--force',
-                            '--CourseDirectory.release_directory=.build/release'], cwd=course, check=True, capture_output=True,
-                           env=nbgrader_env())
+            nbgrader('generate_assignment', *assignments(), '--force', '--CourseDirectory.release_directory=.build/release',
+                     cwd=course)
             runs['plain nbgrader autograde (serial)'] = timed([sys.executable, '-m', 'nbgrader', 'autograde', *assignments(),
                                                                '--force'], course)
         for jobs in ((1, None) if args.serial else (None,)):

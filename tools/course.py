@@ -35,9 +35,9 @@ def nbgrader_env():
             'PYTHONPATH': str(ROOT / 'tools')}
 
 
-def nbgrader(*args, check=True, **kw):
-    """Run one nbgrader command in the course root; return the CompletedProcess (exit with its log if check fails)."""
-    done = subprocess.run([sys.executable, '-m', 'nbgrader', *args], cwd=ROOT, env=nbgrader_env(), capture_output=True,
+def nbgrader(*args, check=True, cwd=ROOT, **kw):
+    """Run one nbgrader command in the course root (or cwd); return the CompletedProcess (exit with its log if check fails)."""
+    done = subprocess.run([sys.executable, '-m', 'nbgrader', *args], cwd=cwd, env=nbgrader_env(), capture_output=True,
                           text=True, **kw)
     if check and done.returncode:
         sys.exit(f'error: nbgrader {" ".join(args[:2])} failed:\n{done.stdout}{done.stderr}')

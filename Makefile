@@ -2,6 +2,7 @@
 # DATA=path/to/input.txt copies a local Tiny Shakespeare instead of downloading it (CI: DATA=../shared/data/input.txt).
 PYTHON ?= python3.11
 DATA ?=
+BENCH ?= --size 60 --plain --serial
 VENV := .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
@@ -30,7 +31,7 @@ grade: data  ## autograde everything in submitted/, write feedback/ and grades.c
 mutants: data  ## grade the demo class and print the kill matrix: which test cells each known mistake loses points in
 	$(BIN)/python tools/grade.py --demo --kill-matrix
 
-bench: data  ## time grading the demo class (a benchmark, not a test); make bench BENCH="--size 60 --plain" for the big one
+bench: data  ## time grading a class of 60: plain serial nbgrader, --jobs 1, default jobs (a benchmark, not a test)
 	$(BIN)/python tools/benchmark.py $(BENCH)
 
 data: $(VENV)/.installed  ## put a verified Tiny Shakespeare at input.txt

@@ -40,6 +40,9 @@ c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput,
 
 # Autograding a real class.
 c.Execute.timeout = 30  # seconds per cell; the slowest solution cell takes under 1 s
+# After a cell is interrupted, the seconds to wait for its last output (4 by default): a loaded machine, grading --jobs
+# at once, can take longer than that, and the interrupted notebook would then lose its remaining cells.
+c.Execute.iopub_timeout = 15
 c.OverwriteCells.add_missing_cells = True  # a deleted test cell is put back and scores 0, instead of being skipped
 # Any stderr output zeroes a test cell, so drop library warnings (a torch UserWarning, a matplotlib font notice) first.
 c.IgnorePattern.enabled = True

@@ -1,4 +1,5 @@
-"""The class that tests/test_grading.py and tests/test_submissions.py grade once, together, through tools/grade.py."""
+"""The class that tests/test_grading.py and tests/test_submissions.py grade once, together, through tools/grade.py; and the
+demo class graded by plain serial nbgrader, to compare with."""
 
 import csv
 import hashlib
@@ -9,9 +10,10 @@ from typing import NamedTuple
 
 import nbformat
 from corpus import CASES
+from nbgrader.api import Gradebook
 
 from conftest import ensure_sandbox
-from course import ROOT, assignments, copy_course, notebooks
+from course import ROOT, assignments, copy_course, nbgrader, notebooks
 from grade import DEMO_MARK, demo_class, edited, mutants, solved, write_class
 
 AID = 'step4'
@@ -73,3 +75,18 @@ def grade_class(course):
     before = snapshot(course)
     rows, out = run(course, '--kill-matrix')
     return Graded(course, rows, out, {s: alone[(AID, s)] for s in CLEAN}, cases, before, can_sandbox)
+
+
+def grade_plain(course):
+    """The demo class graded by plain serial `nbgrader autograde` (nbgrader's own command and kernel, no sandbox, one
+    notebook after another) in a copy of the course: {student: {test cell: score}}."""
+    copy_course(course)
+    cls = demo_class()
+    write_class(cls, course / 'submitted')
+    for aid in assignments():
+        nbgrader('generate_assignment', aid, '--force', '--CourseDirectory.release_directory=.build/release', cwd=course)
+        nbgrader('autograde', aid, '--force', cwd=course)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return {(aid, student): {g.name: g.score for nb in gb.find_submission(aid, student).notebooks for g in nb.grades
+                                 if g.cell_type == 'code'}
+                for student, work in cls.items() for aid in work}

@@ -5,6 +5,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -37,13 +38,29 @@ def free_port():
 
 
 @pytest.fixture(scope='session')
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, plain_started):
     """One class graded by the real command (tools/grade.py) in a copy of the course: the demo class (perfect, blank, every
     mistake and alternative of tests/mutants/) and every damaged, broken and hostile case of tests/corpus.py; and, first,
-    a few clean students alone, to compare with."""
+    a few clean students alone, to compare with. Plain nbgrader grades its demo class at the same time (plain_started)."""
     from classroom import grade_class
 
     return grade_class(tmp_path_factory.mktemp('course'))
+
+
+@pytest.fixture(scope='session')
+def plain_started(tmp_path_factory):
+    """The demo class being graded by plain serial `nbgrader autograde`, in a thread (nbgrader itself runs in a process of
+    its own): a future of {(assignment, student): {test cell: score}}."""
+    from classroom import grade_plain
+
+    with ThreadPoolExecutor(1) as pool:
+        yield pool.submit(grade_plain, tmp_path_factory.mktemp('plain'))
+
+
+@pytest.fixture(scope='session')
+def plain(plain_started):
+    """The demo class graded by plain serial `nbgrader autograde`: {(assignment, student): {test cell: score}}."""
+    return plain_started.result()
 
 
 def ensure_sandbox():

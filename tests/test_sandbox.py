@@ -1,6 +1,9 @@
-"""The grading kernel's sandbox (tools/sandbox.py): each test runs student code in it, as nbgrader autograde does, in a fake
-course in tmp_path, and checks one guarantee. Every test also checks that nothing it started is left running."""
+"""The grading kernel's sandbox: each test runs student code in it, as nbgrader autograde does, in a fake course in
+tmp_path, and checks one guarantee, twice: in a kernel started cold in a sandbox of its own (tools/sandbox.py), and in a
+warm kernel forked by a kernel server (tools/warm.py, what tools/grade.py uses). Every test also checks that nothing it
+started is left running."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -8,6 +11,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +25,7 @@ from nbgrader.preprocessors import Execute
 from traitlets.config.loader import KVArgParseConfigLoader
 
 import sandbox
+import warm
 from conftest import ROOT, ensure_sandbox, running
 from course import assignments, notebooks
 
@@ -43,10 +48,12 @@ def soon(condition, seconds=5):
     return condition()
 
 
-@pytest.fixture
-def course(tmp_path, monkeypatch):
-    """A fake course (source/, gradebook.db, another student's work, input.txt) and the sandbox set up as for nbgrader;
-    cwd is autograded/alice/hw/. On teardown, no process started from it may be left."""
+@pytest.fixture(params=['cold', 'warm'])
+def course(request, tmp_path, monkeypatch):
+    """A fake course (source/, gradebook.db, another student's work, input.txt) and the sandbox set up as for nbgrader,
+    with cold kernels or a warm kernel server; cwd is autograded/alice/hw/. args(folder) gives the (flags, env) of one
+    more nbgrader process; left() the processes started from the course that are still running (the server aside). On
+    teardown (the server stopped), no process started from it may be left."""
     root = tmp_path / 'course'
     for folder in ('source/hw', 'submitted/other/hw', 'autograded/other/hw', 'autograded/alice/hw'):
         (root / folder).mkdir(parents=True)
@@ -57,11 +64,20 @@ def course(tmp_path, monkeypatch):
         db.execute('create table grade (student text, score real)')
     if (ROOT / 'input.txt').exists():
         shutil.copy(ROOT / 'input.txt', root / 'input.txt')
-    flags, env = sandbox.nbgrader_args(tmp_path / 'sandbox')
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    config = KVArgParseConfigLoader(flags).load_config()
-    yield SimpleNamespace(tmp=tmp_path, root=root, cwd=root / 'autograded/alice/hw', config=config)
+    with contextlib.ExitStack() as stack:
+        if request.param == 'warm':
+            sock = stack.enter_context(warm.server(root))
+            args, launcher = (lambda folder: warm.nbgrader_args(sock)), ROOT / 'tools/warm.py'
+        else:
+            args, launcher = sandbox.nbgrader_args, ROOT / 'tools/sandbox.py'
+        server = set(running(str(tmp_path)))  # the warm kernel server (its command line names the course)
+        flags, env = args(tmp_path / 'sandbox')
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        config = KVArgParseConfigLoader(flags).load_config()
+        yield SimpleNamespace(tmp=tmp_path, root=root, cwd=root / 'autograded/alice/hw', config=config, args=args,
+                              launcher=launcher, warm=request.param == 'warm',
+                              left=lambda: [line for line in running(str(tmp_path)) if line not in server])
     soon(lambda: not running(str(tmp_path)))
     left = running(str(tmp_path))
     for line in left:
@@ -90,7 +106,7 @@ def kernel(course, timeout=20, student='alice'):
     config = course.config
     if student != 'alice':
         (course.root / 'autograded' / student / 'hw').mkdir(parents=True, exist_ok=True)
-        config = KVArgParseConfigLoader(sandbox.nbgrader_args(course.tmp / f'sandbox-{student}')[0]).load_config()
+        config = KVArgParseConfigLoader(course.args(course.tmp / f'sandbox-{student}')[0]).load_config()
     ep = Execute(config=config, timeout=timeout)
     ep.nb, ep.resources = nbformat.v4.new_notebook(), {'metadata': {'path': str(course.root / 'autograded' / student / 'hw')}}
 
@@ -189,7 +205,7 @@ def test_fork_bomb_is_capped_does_not_hinder_another_sandbox_and_dies_with_the_k
                   "        children.append(pid)\n"
                   "except OSError as e:\n"
                   "    print('stopped after', len(children), type(e).__name__)")
-        assert len(running(str(course.tmp))) > 100  # the forks are there, until the kernel is shut down
+        assert len(course.left()) > 100  # the forks are there, until the kernel is shut down
         with kernel(course, student='bob') as other:  # graded at the same time: the cap is per sandbox
             assert other("import torch\nprint(torch.ones(2, 2).sum().item())") == '4.0\n'
     assert out.startswith('stopped after') and int(out.split()[2]) < sandbox.LIMITS['nproc'] and 'BlockingIOError' in out, out
@@ -205,14 +221,14 @@ def test_double_forked_daemon_dies_with_the_kernel(course):
 
 
 def test_sigkill_to_the_launcher_takes_everything_down(course):
-    """What jupyter_client does last to a kernel that will not stop: SIGKILL the process it started (now bwrap)."""
+    """What jupyter_client does last to a kernel that will not stop: SIGKILL the process it started (the launcher)."""
     marker = f'daemon-of-{course.cwd}'
     with kernel(course) as run:
         daemon = f'(trap \"\" HUP INT TERM; sleep 1000; : {marker}) >/dev/null 2>&1 &'
         run(f"import subprocess\nsubprocess.run(['sh', '-c', '{daemon}'], start_new_session=True)")
         assert soon(lambda: running(marker)), 'the daemon did not start'
         os.kill(run.client.km.provisioner.pid, signal.SIGKILL)
-        assert soon(lambda: not running(str(course.tmp))), 'processes outlived the launcher'
+        assert soon(lambda: not course.left()), 'processes outlived the launcher'
 
 
 @pytest.mark.parametrize('crash', ['import os; os._exit(3)', 'import ctypes; ctypes.string_at(0)'], ids=['os_exit', 'segfault'])
@@ -260,7 +276,7 @@ def test_nbgrader_autograde_runs_the_course_notebook_in_the_sandbox(course):
             nb.cells.append(nbformat.v4.new_code_cell(probe))
             (course.root / 'submitted/alice' / aid).mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, course.root / 'submitted/alice' / aid / name)
-    flags, env = sandbox.nbgrader_args(course.tmp / 'sandbox')
+    flags, env = course.args(course.tmp / 'sandbox')
     env = {**os.environ, **env, 'PATH': f'{Path(sys.executable).parent}{os.pathsep}{os.environ["PATH"]}',
            'PYTHONPATH': str(ROOT / 'tools')}  # as course.nbgrader() runs nbgrader
 
@@ -281,7 +297,7 @@ def test_nbgrader_autograde_runs_the_course_notebook_in_the_sandbox(course):
         for name in notebooks(aid):
             nb = nbformat.read(course.root / 'autograded/alice' / aid / name, as_version=4)
             assert text(nb.cells[-1]) == 'sandbox False\n', done.stderr
-            assert nb.metadata.kernelspec.name != sandbox.NAME  # feedback notebooks open with the students' own kernel
+            assert nb.metadata.kernelspec.name not in (sandbox.NAME, warm.NAME)  # feedback opens with the students' kernel
         assert not (course.root / 'autograded/alice' / aid / 'link').exists()
 
 
@@ -291,19 +307,43 @@ def test_launcher_refuses_a_folder_it_should_not_expose(course, tmp_path):
     shared.mkdir()
     (shared / 'other-kernel.json').write_text('{}')
     for cwd, conn in ((ROOT, course.tmp / 'sandbox/runtime/kernel.json'), (course.cwd, shared / 'kernel.json')):
-        done = subprocess.run([sys.executable, ROOT / 'tools/sandbox.py', conn], cwd=cwd, capture_output=True, text=True)
+        done = subprocess.run([sys.executable, course.launcher, conn], cwd=cwd, capture_output=True, text=True)
         assert done.returncode and 'sandbox: refusing to start' in done.stderr, done.stderr
     assert (shared / 'other-kernel.json').exists()
 
 
-def test_nothing_passes_from_one_kernel_to_the_next(course):
-    """The one folder kernels share in turn (their sockets') is emptied at each start; /tmp is each kernel's own."""
+def test_nothing_passes_from_one_kernel_to_the_next_or_to_one_running_beside_it(course):
+    """The one folder kernels share in turn (their sockets') is emptied at each start; /tmp, modules and the numpy
+    generator are each kernel's own (a warm kernel is forked from a server that never runs student code)."""
     where = "from pathlib import Path\nfrom ipykernel import get_connection_file\nsockets = Path(get_connection_file()).parent\n"
+    leave = ("import numpy, torch\n(sockets / 'note.txt').write_text('answers')\nPath('/tmp/note.txt').write_text('answers')\n"
+             "torch.note = 'answers'\nprint(numpy.random.randint(1 << 30))")
+    look = ("import numpy, torch\n"
+            "print(sorted(p.name for p in sockets.iterdir()), Path('/tmp/note.txt').exists(), hasattr(torch, 'note'))")
     with kernel(course) as run:
-        run(where + "(sockets / 'note.txt').write_text('answers')\nPath('/tmp/note.txt').write_text('answers')")
+        draw = run(where + leave)
+        with kernel(course, student='bob') as other:
+            beside = other(where + look)
     with kernel(course) as run:
-        out = run(where + "print(sorted(p.name for p in sockets.iterdir()), Path('/tmp/note.txt').exists())")
-    assert out.endswith(' False\n') and 'note.txt' not in out, out
+        after = run(where + look + "\nprint(numpy.random.randint(1 << 30))")
+    for out in (beside, after):
+        assert out.splitlines()[0].endswith(' False False') and 'note.txt' not in out, out
+    assert after.splitlines()[1] != draw.strip(), 'two kernels drew the same "random" number'
+
+
+def test_kernel_runs_as_a_user_of_its_own_without_capabilities_or_the_servers_socket(course):
+    """No capability to undo the sandbox; and no unix socket in sight but its own: neither the warm kernel server's (a
+    kernel cannot ask for more kernels) nor another kernel's."""
+    with kernel(course) as run:
+        out = run("import glob, os, stat\nfrom ipykernel import get_connection_file\n"
+                  "own = os.path.dirname(get_connection_file())\n"
+                  "socks = [p for p in glob.glob('/tmp/**', recursive=True) + glob.glob('/work/**', recursive=True)\n"
+                  "         if stat.S_ISSOCK(os.lstat(p).st_mode) and os.path.dirname(p) != own]\n"
+                  "caps = [l.split()[1] for l in open('/proc/self/status') if l.startswith(('CapEff', 'CapPrm', 'CapAmb'))]\n"
+                  "print(os.getuid(), socks, caps)")
+    uid, rest = out.split(maxsplit=1)
+    assert rest.strip() == "[] ['0000000000000000', '0000000000000000', '0000000000000000']", out
+    assert os.geteuid() != 0 or int(uid) >= sandbox.UID_BASE, out  # as root, a user of its own
 
 
 def test_links_and_fifos_the_kernel_leaves_are_removed_before_nbgrader_writes(course):
@@ -314,3 +354,33 @@ def test_links_and_fifos_the_kernel_leaves_are_removed_before_nbgrader_writes(co
             "os.symlink('/', 'sub/root')")
     assert sorted(p.name for p in course.cwd.rglob('*')) == ['sub']
     assert (course.root / 'victim.txt').read_text() == SECRET
+
+
+def test_warm_kernels_run_for_a_course_outside_tmp(tmp_path, monkeypatch):
+    """The fixture's courses live under /tmp, which each warm kernel covers whole; a real course (here, one inside this
+    repository's .build/) does not: the kernel must still get its folder, read input.txt, and write nowhere else."""
+    if not warm.available():
+        pytest.skip('warm kernels need root')
+    root = Path(tempfile.mkdtemp(prefix='course-outside-tmp-', dir=ROOT / '.build'))
+    try:
+        (root / 'autograded/alice/hw').mkdir(parents=True)
+        (root / 'input.txt').write_text('to be, or not to be')
+        with warm.server(root) as sock:
+            flags, env = warm.nbgrader_args(sock)
+            for key, value in env.items():
+                monkeypatch.setenv(key, value)
+            course = SimpleNamespace(root=root, config=KVArgParseConfigLoader(flags).load_config())
+            with kernel(course) as run:
+                out = run("import os\nprint(open('../../../input.txt').read())\nopen('answer.txt', 'w').write('42')\n"
+                          "for path in ('../../../input.txt', '../../../pwned.txt'):\n"
+                          "    try:\n"
+                          "        open(path, 'a').write('pwned')\n"
+                          "        print('wrote', path)\n"
+                          "    except OSError as e:\n"
+                          "        print('refused', e.strerror)")
+        lines = out.splitlines()
+        assert lines[0] == 'to be, or not to be' and [x.split()[0] for x in lines[1:]] == ['refused', 'refused'], out
+        assert (root / 'autograded/alice/hw/answer.txt').read_text() == '42'
+        assert (root / 'input.txt').read_text() == 'to be, or not to be' and not (root / 'pwned.txt').exists()
+    finally:
+        shutil.rmtree(root)

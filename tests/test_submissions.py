@@ -2,6 +2,7 @@
 each gets its status and points, clean students' grades do not move, nothing outside a student's folder changes, and no
 process a student started is left running."""
 
+import os
 import sqlite3
 
 import pytest
@@ -54,3 +55,9 @@ def test_hidden_tests_never_reach_feedback(graded):
 
 def test_the_sandbox_is_on_or_a_warning_says_it_is_off(graded):
     assert graded.sandboxed != ('WITHOUT a sandbox' in graded.out), graded.out[-2000:]
+
+
+def test_the_class_was_graded_with_warm_kernels_where_they_can_run(graded):
+    """The fast path is what graded the corpus above: warm kernels, in the sandbox (as root, where they can run)."""
+    warm = graded.sandboxed and os.geteuid() == 0
+    assert ('grading with warm kernels' in graded.out) == warm, graded.out[-2000:]

@@ -1,12 +1,15 @@
 """Benchmark grading (not a test): seconds per submission for a class, and ratios measured in the same run.
 
   python tools/benchmark.py                  the demo class, graded by tools/grade.py (default --jobs)
-  python tools/benchmark.py --size 60 --plain --serial   a class of 60 (the demo class repeated, a few slow ones),
-                                             also plain serial nbgrader and tools/grade.py --jobs 1
+  python tools/benchmark.py --size 60 --plain --serial   (make bench) a class of 60: the demo class repeated (perfect,
+        blank, mistakes, alternatives), 3 slow ones (a cell sleeps 5 s); also timed: plain serial nbgrader, and
+        tools/grade.py --jobs 1. Each command is compared with plain nbgrader doing the same work (autograde alone, or
+        autograde and feedback), and its grades with plain nbgrader's.
 """
 
 import argparse
 import copy
+import os
 import shutil
 import statistics
 import subprocess
@@ -15,6 +18,7 @@ import tempfile
 import time
 
 import nbformat
+from nbgrader.api import Gradebook, MissingEntry
 
 from course import assignments, copy_course, nbgrader, nbgrader_env, notebooks, role
 from grade import DEMO_MARK, demo_class, solved, write_class
@@ -45,8 +49,25 @@ def make_class(size):
 
 def timed(cmd, cwd):
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env=nbgrader_env())
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=nbgrader_env())
+    if done.returncode:
+        sys.exit(f'benchmark: {" ".join(map(str, cmd))} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}')
     return time.perf_counter() - start
+
+
+def grades(course, cls):
+    """{(assignment, student): {test cell: score}} from the course's gradebook (None for a submission it lacks)."""
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        out = {}
+        for student, work in cls.items():
+            for aid in work:
+                try:
+                    sub = gb.find_submission(aid, student)
+                except MissingEntry:
+                    out[(aid, student)] = None
+                    continue
+                out[(aid, student)] = {g.name: g.score for nb in sub.notebooks for g in nb.grades if g.cell_type == 'code'}
+        return out
 
 
 def reset(course):
@@ -58,32 +79,53 @@ def reset(course):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--size', type=int, default=0, help='students in the class (default: the demo class as it is)')
-    ap.add_argument('--plain', action='store_true', help='also time plain serial `nbgrader autograde` on the same class')
+    ap.add_argument('--plain', action='store_true',
+                    help='also time plain serial `nbgrader autograde`, then `nbgrader generate_feedback`, on the same class')
     ap.add_argument('--serial', action='store_true', help='also time tools/grade.py --jobs 1')
+    ap.add_argument('--cold', action='store_true', help='also time tools/grade.py --cold (a kernel started from scratch each)')
     args = ap.parse_args()
+    # (name, what it does: 'autograde' alone or 'with feedback', argv or None for a plain nbgrader run)
+    plan = [('tools/grade.py --no-feedback --jobs 1', 'autograde', ['--no-feedback', '--jobs', '1'])] * args.serial
+    plan += [('tools/grade.py --no-feedback', 'autograde', ['--no-feedback'])]
+    plan += [('tools/grade.py --cold', 'with feedback', ['--cold'])] * args.cold
+    plan += [('tools/grade.py (make grade)', 'with feedback', [])]
     with tempfile.TemporaryDirectory() as tmp:
         course = copy_course(tmp)
         cls = make_class(args.size)
         write_class(cls, course / 'submitted')
+        (course / 'submitted' / DEMO_MARK).unlink()
         n = len(cls)
         floor = statistics.median(timed([sys.executable, '-c', 'import torch, matplotlib.pyplot'], course) for _ in range(3))
-        runs = {}
+        runs, results, plain = {}, {}, {}
         if args.plain:
             reset(course)
             nbgrader('generate_assignment', *assignments(), '--force', '--CourseDirectory.release_directory=.build/release',
                      cwd=course)
-            runs['plain nbgrader autograde (serial)'] = timed([sys.executable, '-m', 'nbgrader', 'autograde', *assignments(),
-                                                               '--force'], course)
-        for jobs in ((1, None) if args.serial else (None,)):
+            plain['autograde'] = timed([sys.executable, '-m', 'nbgrader', 'autograde', *assignments(), '--force'], course)
+            results['plain nbgrader'] = grades(course, cls)
+            plain['with feedback'] = plain['autograde'] + sum(
+                timed([sys.executable, '-m', 'nbgrader', 'generate_feedback', aid, '--force'], course) for aid in assignments())
+            runs['plain serial nbgrader autograde'] = 'autograde', plain['autograde']
+            runs['plain serial ... + generate_feedback'] = 'with feedback', plain['with feedback']
+        for name, kind, flags in plan:
             reset(course)
-            (course / 'submitted' / DEMO_MARK).unlink(missing_ok=True)
-            cmd = [sys.executable, 'tools/grade.py', *(['--jobs', str(jobs)] if jobs else [])]
-            runs[f'tools/grade.py --jobs {jobs or "default"}'] = timed(cmd, course)
-    print(f'{n} submissions; floor (python -c "import torch, matplotlib.pyplot") = {floor:.2f} s, median of 3')
-    print(f"{'command':<36} {'total s':>8} {'s/submission':>13} {'/ floor':>8} {'speed-up vs first':>18}")
-    first = next(iter(runs.values()))
-    for name, total in runs.items():
-        print(f'{name:<36} {total:>8.1f} {total / n:>13.2f} {total / n / floor:>8.2f} {first / total:>17.2f}x')
+            runs[name] = kind, timed([sys.executable, 'tools/grade.py', *flags], course)
+            results[name] = grades(course, cls)
+    print(f'{n} submissions, {os.cpu_count()} cores, default jobs {os.cpu_count() + 2}; '
+          f'floor (python -c "import torch, matplotlib.pyplot") = {floor:.2f} s, median of 3')
+    print(f"{'command':<40} {'does':<14} {'total s':>8} {'s/submission':>13} {'/ floor':>8}"
+          + f" {'vs plain (same work)':>21}" * bool(plain))
+    for name, (kind, total) in runs.items():
+        print(f'{name:<40} {kind:<14} {total:>8.1f} {total / n:>13.2f} {total / n / floor:>8.2f}'
+              + f' {plain[kind] / total:>20.2f}x' * bool(plain))
+    first = next(iter(results.values()))
+    for name, got in list(results.items())[1:]:
+        differ = [key for key in first if got[key] != first[key]]
+        print(f'{name}: grades identical to {next(iter(results))}\'s for {len(first) - len(differ)}/{len(first)} submissions'
+              + (f' (not: {", ".join(s for _, s in differ)})' if differ else ''))
+    if args.serial:
+        one, default = runs['tools/grade.py --no-feedback --jobs 1'][1], runs['tools/grade.py --no-feedback'][1]
+        print(f'default jobs vs --jobs 1 (both --no-feedback): {one / default:.2f}x')
 
 
 if __name__ == '__main__':

@@ -64,23 +64,28 @@ def namespaces():
     return argv + ['--unshare-user', '--disable-userns']  # as a user: a user namespace, and no nested one inside
 
 
-def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None):
+def find_data(cwd):
+    """The data, where the notebook looks for it: the nearest input.txt up to 3 folders above cwd (None if none)."""
+    return next((d / 'input.txt' for d in cwd.parents[:3] if (d / 'input.txt').is_file()), None)
+
+
+def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(), limits=True):
     """The command that runs kernel_argv sandboxed: it may write only cwd (and a private /tmp), read the system, the
     Python install and input.txt, and reach only the sockets next to connection_file; as uid if given (root only).
-    files: {path in the sandbox: open file descriptor} of files bwrap copies into its /tmp (pass_fds them to bwrap)."""
+    files: {path in the sandbox: open file descriptor} of files bwrap copies into its /tmp (pass_fds them to bwrap).
+    caps: capabilities kept besides setuid's (as root); limits: False to leave LIMITS to kernel_argv (tools/warm.py)."""
     # The system, read-only: /usr, /etc, and /bin, /lib... as they are here (symlinks into /usr on Debian).
     binds = [('--ro-bind', '/usr'), ('--ro-bind', '/etc')]
     binds += [('--ro-bind', top) for top in ('/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32')
               if os.path.isdir(top) and not os.path.islink(top)]
     # Python, read-only: the virtualenv and the interpreter it links to (under /root/.pyenv here).
     binds += [('--ro-bind', p) for p in dict.fromkeys(str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix))]
-    # The data, read-only, where the notebook looks for it: the nearest input.txt up to 3 folders above cwd.
-    data = next((d / 'input.txt' for d in cwd.parents[:3] if (d / 'input.txt').is_file()), None)
-    binds += [('--ro-bind', str(data))] if data else []
+    data = find_data(cwd)
+    binds += [('--ro-bind', str(data))] if data else []  # read-only
     # Read-write: the folder of the connection file (the kernel creates its unix sockets there) and cwd, nothing else.
     binds += [('--bind', str(connection_file.parent)), ('--bind', str(cwd))]
 
-    argv = namespaces()
+    argv = namespaces() + [a for cap in caps for a in ('--cap-add', cap)] * (os.geteuid() == 0)
     # Fresh /proc, minimal /dev, private /tmp and /dev/shm in RAM, capped.
     argv += ['--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--size', str(SHM_SIZE), '--tmpfs', '/dev/shm',
              '--perms', '1777', '--size', str(TMP_SIZE), '--tmpfs', '/tmp']
@@ -104,21 +109,28 @@ def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None):
         argv += ['--perms', '0644', '--file', str(fd), path]
     # All the rest (the skeleton bwrap made, /dev) read-only.
     argv += [a for h in hooks for a in ('--remount-ro', h)] + ['--remount-ro', '/dev', '--remount-ro', '/']
-    # A clean environment: no secrets of the grader's, HOME and caches in /tmp. JPY_PARENT_PID=1: the kernel's parent is
-    # bwrap, pid 1 here, so ipykernel neither polls it (--die-with-parent does) nor prints its console banner.
+    # A clean environment (bwrap is pid 1 here, the kernel's parent).
     argv += ['--chdir', str(cwd), '--clearenv']
-    env = {k: os.environ[k] for k in KEEP_ENV if k in os.environ}
-    env.update(PATH=f'{Path(sys.prefix) / "bin"}:/usr/bin:/bin', HOME='/tmp', TMPDIR='/tmp', XDG_CACHE_HOME='/tmp/.cache',
-               MPLCONFIGDIR=MPLCONFIGDIR, PYTHONDONTWRITEBYTECODE='1', JPY_PARENT_PID='1',
-               USER='student', LOGNAME='student')  # for getpass.getuser(): the kernel's uid has no /etc/passwd entry
-    for k, v in env.items():
+    for k, v in kernel_env(os.environ).items():
         argv += ['--setenv', k, v]
     argv.append('--')
     # Inside: drop root (if we are root), then set the resource limits (in the sandbox's user namespace), then run.
     if uid is not None:
         argv += ['setpriv', f'--reuid={uid}', f'--regid={uid}', '--clear-groups', '--inh-caps=-all']
-    argv += ['prlimit', *(f'--{k}={v}' for k, v in LIMITS.items()), '--']
+    if limits:
+        argv += ['prlimit', *(f'--{k}={v}' for k, v in LIMITS.items()), '--']
     return argv + kernel_argv
+
+
+def kernel_env(environ):
+    """The kernel's whole environment: a clean one, no secrets of the grader's, HOME and caches in /tmp, and what KEEP_ENV
+    names from environ. JPY_PARENT_PID=1: the kernel's parent is pid 1 of its namespace, so ipykernel neither polls it
+    (the sandbox ends with it) nor prints its console banner."""
+    env = {k: environ[k] for k in KEEP_ENV if k in environ}
+    env.update(PATH=f'{Path(sys.prefix) / "bin"}:/usr/bin:/bin', HOME='/tmp', TMPDIR='/tmp', XDG_CACHE_HOME='/tmp/.cache',
+               MPLCONFIGDIR=MPLCONFIGDIR, PYTHONDONTWRITEBYTECODE='1', JPY_PARENT_PID='1',
+               USER='student', LOGNAME='student')  # for getpass.getuser(): the kernel's uid has no /etc/passwd entry
+    return env
 
 
 def check_folders(cwd, conn_dir):
@@ -130,10 +142,10 @@ def check_folders(cwd, conn_dir):
                  '(private, and emptied at each start): set KernelManager.connection_file as it does')
 
 
-def launch(connection_file, *extra):
-    """Kernel launcher (the kernelspec's argv), with cwd the notebook's folder: run bwrap around ipykernel, wait until it
-    and everything it started are gone, then sanitize cwd, and only then exit, so that nbgrader, which waits for this
-    process, writes the graded notebook into a folder without the kernel's links."""
+def prepare(connection_file):
+    """Before a kernel starts (the launcher, with cwd the notebook's folder): check the folders, empty the connection
+    file's folder of what an earlier kernel left, and, as root, hand both folders to the kernel's user, whose uid it
+    returns (None if not root): UID_BASE + this launcher's pid."""
     cwd, conn = Path.cwd().resolve(), Path(connection_file).resolve()
     check_folders(cwd, conn.parent)
     os.chmod(conn.parent, 0o700)  # private again: an earlier kernel owned it, and may have opened it to all
@@ -149,11 +161,23 @@ def launch(connection_file, *extra):
                 os.chown(path, uid, uid, follow_symlinks=False)
         os.chown(conn.parent, uid, uid)
         os.chown(conn, uid, uid)
-    kernel = [sys.executable, '-m', 'ipykernel_launcher', '-f', str(conn), '--HistoryManager.hist_file=:memory:', *extra]
-    # A copy of the grader's matplotlib font list, if any, where the kernel's matplotlib looks: building it anew costs
-    # each kernel half a second. A copy: what a kernel does to it stays in its own /tmp.
+    return cwd, conn, uid
+
+
+def mpl_cache():
+    """{path in the sandbox: open fd} of the grader's matplotlib font list, if any, where the kernel's matplotlib looks:
+    building it anew costs each kernel half a second. A copy: what a kernel does to it stays in its own /tmp."""
     mpl = Path(os.environ.get('MPLCONFIGDIR') or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'matplotlib')
-    files = {f'{MPLCONFIGDIR}/{p.name}': os.open(p, os.O_RDONLY) for p in mpl.glob('fontlist-*.json')}
+    return {f'{MPLCONFIGDIR}/{p.name}': os.open(p, os.O_RDONLY) for p in mpl.glob('fontlist-*.json')}
+
+
+def launch(connection_file, *extra):
+    """Kernel launcher (the kernelspec's argv), with cwd the notebook's folder: run bwrap around ipykernel, wait until it
+    and everything it started are gone, then sanitize cwd, and only then exit, so that nbgrader, which waits for this
+    process, writes the graded notebook into a folder without the kernel's links."""
+    cwd, conn, uid = prepare(connection_file)
+    kernel = [sys.executable, '-m', 'ipykernel_launcher', '-f', str(conn), '--HistoryManager.hist_file=:memory:', *extra]
+    files = mpl_cache()
     argv = bwrap_argv(cwd, conn, kernel, uid, files)
     # Become the reaper of whatever bwrap leaves: when jupyter_client's SIGTERM (to this process group) kills bwrap, the
     # sandbox's pid 1 (killed by --die-with-parent, taking the namespace down) is reparented here and waited for.

@@ -356,6 +356,14 @@ def test_links_and_fifos_the_kernel_leaves_are_removed_before_nbgrader_writes(co
     assert (course.root / 'victim.txt').read_text() == SECRET
 
 
+def test_kernel_imports_modules_nothing_imported_before_it(course):
+    """A warm kernel's server imported torch and matplotlib; the kernel must still import the rest of Python and the venv
+    (in a checkout under /tmp, as CI's may be, a cover over /tmp once hid them)."""
+    with kernel(course) as run:
+        out = run("import email.mime.text, numpy.polynomial, sys\nprint('imported from', sys.prefix)")
+    assert out == f'imported from {sys.prefix}\n', out
+
+
 def test_warm_kernels_run_for_a_course_outside_tmp(tmp_path, monkeypatch):
     """The fixture's courses live under /tmp, which each warm kernel covers whole; a real course (here, one inside this
     repository's .build/) does not: the kernel must still get its folder, read input.txt, and write nowhere else."""

@@ -202,8 +202,12 @@ def confine(cfg, req):
     """Cover /tmp, /dev/shm and the server's shared folders with new file systems, then show through them only the
     kernel's own folders (read-write) and the data (read-only); the covers over shared folders are read-only."""
     keep = {req['cwd']: False, str(Path(req['conn']).parent): False}
-    if cfg.get('data'):
-        keep[cfg['data']] = True
+    # Read-only, what the sandbox shows below /tmp or a shared folder (a venv or a course under /tmp, say): the data, and
+    # Python (the kernel imports more of it as it runs).
+    covered = ('/tmp', *cfg['cover'])
+    for path in [cfg.get('data'), *{str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix)}]:
+        if path and any(Path(path).is_relative_to(c) for c in covered):
+            keep[path] = True
     held = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in keep}
     mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={sandbox.TMP_SIZE},mode=1777')
     mount('tmpfs', '/dev/shm', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={sandbox.SHM_SIZE},mode=1777')

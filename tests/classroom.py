@@ -10,8 +10,8 @@ from typing import NamedTuple
 
 import nbformat
 from corpus import CASES
-from nbgrader.api import Gradebook
 
+from benchmark import grades
 from conftest import ensure_sandbox
 from course import ROOT, assignments, copy_course, nbgrader, notebooks
 from grade import DEMO_MARK, demo_class, edited, mutants, solved, write_class
@@ -79,14 +79,12 @@ def grade_class(course):
 
 def grade_plain(course):
     """The demo class graded by plain serial `nbgrader autograde` (nbgrader's own command and kernel, no sandbox, one
-    notebook after another) in a copy of the course: {student: {test cell: score}}."""
+    notebook after another) in a copy of the course: {(assignment, student): {test cell: score}}, as benchmark.grades()
+    reads it (None for a submission it did not grade)."""
     copy_course(course)
     cls = demo_class()
     write_class(cls, course / 'submitted')
     for aid in assignments():
         nbgrader('generate_assignment', aid, '--force', '--CourseDirectory.release_directory=.build/release', cwd=course)
         nbgrader('autograde', aid, '--force', cwd=course)
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        return {(aid, student): {g.name: g.score for nb in gb.find_submission(aid, student).notebooks for g in nb.grades
-                                 if g.cell_type == 'code'}
-                for student, work in cls.items() for aid in work}
+    return grades(course, cls)

@@ -63,6 +63,8 @@ def test_grades_csv_has_one_row_per_student_with_every_test_cell_and_the_manual_
 def test_grades_are_those_of_plain_serial_nbgrader_autograde(graded, plain):
     """tools/grade.py (warm kernels, --jobs at a time, sandboxed, with its repairs and out-of-process checks) gives every
     demo student the score that plain serial `nbgrader autograde` gives, in every test cell."""
+    missing = [key for key, cells in plain.items() if cells is None]
+    assert not missing, f'plain nbgrader did not grade {missing}'
     differ = [(key, cell, float(graded.rows[key][cell]), score)
               for key, cells in plain.items() for cell, score in cells.items() if float(graded.rows[key][cell]) != score]
     assert len(plain) >= 40 and not differ, f'(assignment, student), cell, ours, plain nbgrader: {differ}'

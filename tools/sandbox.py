@@ -203,31 +203,35 @@ def sanitize(folder):
                 os.unlink(path)
 
 
-def kernelspec(folder):
-    """Write the kernelspec NAME under folder/kernels/ and return its path."""
-    spec = folder / 'kernels' / NAME
+def kernelspec(folder, name=NAME, launcher=__file__, env=None):
+    """Write the kernelspec name under folder/kernels/, whose argv runs launcher (this file's launch(), or tools/warm.py's)
+    with env, and return its path."""
+    spec = folder / 'kernels' / name
     spec.mkdir(parents=True, exist_ok=True)
     (spec / 'kernel.json').write_text(json.dumps({
-        'argv': [sys.executable, str(Path(__file__).resolve()), '{connection_file}'],
-        'display_name': 'Python 3 (course sandbox)',
+        'argv': [sys.executable, str(Path(launcher).resolve()), '{connection_file}'],
+        'display_name': f'Python 3 ({name})',
         'language': 'python',
-        # Interrupt by message: ipykernel then sends SIGINT to itself inside; a signal to the launcher would kill bwrap.
+        # Interrupt by message: ipykernel then sends SIGINT to itself inside; the launcher is not the kernel (a signal to
+        # it would kill bwrap, or the warm kernel's launcher).
         'interrupt_mode': 'message',
+        **({'env': env} if env else {}),
         'metadata': {'debugger': False},
     }, indent=1) + '\n')
     return spec / 'kernel.json'
 
 
-def nbgrader_args(folder=None):
+def nbgrader_args(folder=None, name=NAME, launcher=__file__, env=None):
     """(flags, env) that make nbgrader autograde run every notebook in the sandbox. folder (default: a new temporary
     folder, not removed afterwards) receives the kernelspec and, in turn, each kernel's connection file and sockets:
-    nbgrader runs one kernel at a time, so nbgrader processes running at the same time each need their own call."""
+    nbgrader runs one kernel at a time, so nbgrader processes running at the same time each need their own call.
+    name, launcher, env: the kernelspec's (kernelspec())."""
     folder = Path(folder or tempfile.mkdtemp(prefix=f'{NAME}-'))  # short: a unix socket path has at most 107 bytes
-    kernelspec(folder)
+    kernelspec(folder, name, launcher, env)
     (folder / MARK).write_text('Made by tools/sandbox.py: the kernelspec in kernels/; in runtime/, the connection file and\n'
                                'sockets of one sandboxed kernel at a time (emptied each time one starts).\n')
     (folder / 'runtime').mkdir(mode=0o700, exist_ok=True)  # private: bound read-write into each sandbox in turn
-    flags = [f'--Execute.kernel_name={NAME}',
+    flags = [f'--Execute.kernel_name={name}',
              # unix sockets (the sandbox has no network), named after the connection file: runtime/kernel-ipc-<n>
              '--KernelManager.transport=ipc', f'--KernelManager.connection_file={folder / "runtime" / "kernel.json"}']
     return flags, {'JUPYTER_PATH': str(folder)}

@@ -334,26 +334,11 @@ def server(root):
         shutil.rmtree(batch, ignore_errors=True)
 
 
-def kernelspec(folder, sock):
-    """Write the kernelspec NAME under folder/kernels/: the launcher, told where the server is."""
-    spec = folder / 'kernels' / NAME
-    spec.mkdir(parents=True, exist_ok=True)
-    (spec / 'kernel.json').write_text(json.dumps({
-        'argv': [sys.executable, str(Path(__file__).resolve()), '{connection_file}'],
-        'display_name': 'Python 3 (course sandbox, warm)',
-        'language': 'python',
-        'interrupt_mode': 'message',  # ipykernel interrupts itself; the launcher is not the kernel
-        'env': {SOCKET_ENV: sock},
-        'metadata': {'debugger': False},
-    }, indent=1) + '\n')
-
-
 def nbgrader_args(sock):
-    """(flags, env) that make nbgrader autograde run every notebook in a warm kernel from the server at sock: a folder of
-    its own next to the server's socket, as sandbox.nbgrader_args() makes (one per nbgrader process)."""
-    flags, env = sandbox.nbgrader_args(tempfile.mkdtemp(prefix='w-', dir=Path(sock).parent))
-    kernelspec(Path(env['JUPYTER_PATH']), sock)
-    return [f'--Execute.kernel_name={NAME}', *flags[1:]], env
+    """(flags, env) that make nbgrader autograde run every notebook in a warm kernel from the server at sock: the
+    sandbox's (sandbox.nbgrader_args()), in a folder of its own next to the server's socket, with this file as the
+    kernelspec's launcher, told where the server is."""
+    return sandbox.nbgrader_args(tempfile.mkdtemp(prefix='w-', dir=Path(sock).parent), NAME, __file__, {SOCKET_ENV: sock})
 
 
 if __name__ == '__main__':

@@ -28,8 +28,11 @@ c.CourseDirectory.course_id = 'transformer-from-scratch'
 # One gradebook next to this file; timeout=60 lets a busy SQLite wait instead of aborting a write after 5 s.
 c.CourseDirectory.db_url = 'sqlite:///gradebook.db?timeout=60'
 c.CourseDirectory.solution_directory = '.build/solution'
-# Not copied into autograded/: nbgrader's defaults, the originals tools/repair.py keeps, and stray probe files.
-c.CourseDirectory.ignore = ['.ipynb_checkpoints', '*.pyc', '__pycache__', 'feedback', '.original', '_probe_*.npz']
+# Never copied by nbgrader (into release/, the solution, autograded/, a student's fetch): nbgrader's defaults, each step's
+# instructor/ folder (its out-of-process checks and bank of mistakes: the grader's alone), the originals tools/repair.py
+# keeps, and stray probe files.
+c.CourseDirectory.ignore = ['.ipynb_checkpoints', '*.pyc', '__pycache__', 'feedback', 'instructor', '.original',
+                            '_probe_*.npz']
 
 # The stub students see in place of each solution region, and in each written answer.
 c.ClearSolutions.code_stub = {'python': "# YOUR CODE HERE\nraise NotImplementedError('replace this line with your code')"}
@@ -48,7 +51,8 @@ c.OverwriteCells.add_missing_cells = True  # a deleted test cell is put back and
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r'\w*Warning: |Matplotlib is building the font cache'
 # nbgrader's LimitOutput counts lines only (one 20 MB line passes): CapOutput caps lines and characters.
-# AddProbe/JudgeProbe: checks/<assignment>.py records the student code's numbers in the kernel and judges them here, in
+# AddProbe/JudgeProbe: source/<assignment>/instructor/checks.py
+# records the student code's numbers in the kernel and judges them here, in
 # nbgrader's own process, which never runs student code; a test cell whose claim does not hold there scores 0.
 c.Autograde.autograde_preprocessors = [AddProbe, Execute, JudgeProbe, IgnorePattern, ClearMetadataPreprocessor, CapOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]

@@ -40,7 +40,8 @@ def free_port():
 @pytest.fixture(scope='session')
 def graded(tmp_path_factory, plain_started):
     """One class graded by the real command (tools/grade.py) in a copy of the course: the demo class (perfect, blank, every
-    mistake and alternative of tests/mutants/) and every damaged, broken and hostile case of tests/corpus.py; and, first,
+    mistake and alternative of each step's
+    instructor/bank.py) and every damaged, broken and hostile case of tests/corpus.py; and, first,
     a few clean students alone, to compare with. Plain nbgrader grades its demo class at the same time (plain_started)."""
     from classroom import grade_class
 

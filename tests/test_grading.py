@@ -1,4 +1,5 @@
-"""Autograding through nbgrader: the demo class's grade table, feedback and CSV, and the kill matrix of tests/mutants/."""
+"""Autograding through nbgrader: the demo class's grade table, feedback and CSV, and the kill matrix of
+each step's instructor/bank.py."""
 
 import pytest
 

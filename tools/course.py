@@ -57,19 +57,23 @@ def role(cell):
 def copy_course(dest):
     """A working copy of the course in dest, with what building and grading read and none of the real class or gradebook."""
     dest = Path(dest)
-    for folder in ('source', 'release', 'tools', 'checks', 'tests/mutants'):
+    for folder in ('source', 'release', 'tools'):
         shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns('__pycache__'))
     for name in ('nbgrader_config.py', 'course.toml', 'input.txt'):
         shutil.copy(ROOT / name, dest / name)
     return dest
 
 
-def assignment_module(folder, aid):
-    """<folder>/<aid>.py under the course root, imported (tests/mutants/, checks/), or None if the assignment has none."""
-    path = ROOT / folder / f'{aid}.py'
+INSTRUCTOR = 'instructor'  # source/<aid>/instructor/: what only the grader sees (nbgrader_config.py keeps it out of release/)
+
+
+def instructor_module(aid, name):
+    """source/<aid>/instructor/<name>.py (checks: the out-of-process checks; bank: the mistakes and correct alternatives),
+    imported, or None if the assignment has none."""
+    path = ROOT / 'source' / aid / INSTRUCTOR / f'{name}.py'
     if not path.exists():
         return None
-    spec = importlib.util.spec_from_file_location(f'{folder.replace("/", "_")}_{aid}', path)
+    spec = importlib.util.spec_from_file_location(f'{aid}_{INSTRUCTOR}_{name}', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -10,7 +10,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer
 
 import sandbox
-from course import assignment_module, role
+from course import instructor_module, role
 
 PROBE_IN, PROBE_OUT = '_probe_in.npz', '_probe_out.npz'  # next to the notebook being graded
 
@@ -55,12 +55,13 @@ class TestMessagesOnly(NbGraderPreprocessor):
 
 
 def checks_for(aid):
-    """checks/<aid>.py, the out-of-process checks of an assignment, or None."""
-    return assignment_module('checks', aid)
+    """source/<aid>/instructor/checks.py, the out-of-process checks of an assignment, or None."""
+    return instructor_module(aid, 'checks')
 
 
 class AddProbe(NbGraderPreprocessor):
-    """Before execution: write the grader's inputs next to the notebook and append the probe of checks/<assignment>.py."""
+    """Before execution: write the grader's inputs next to the notebook and append the probe of
+    source/<assignment>/instructor/checks.py."""
 
     def preprocess(self, nb, resources):
         checks = checks_for(resources['nbgrader']['assignment'])

@@ -1,7 +1,7 @@
 """Step 4's bank: realistic student mistakes, each with the test cells meant to catch it, and correct alternatives.
 
 Each variant is the perfect submission with a few edits (grade_id of a solution cell, old text, new text), made as a student
-would make them. The kill-matrix test (tests/test_kill_matrix.py) and `make demo` autograde every one through nbgrader: a
+would make them. The kill-matrix test (tests/test_grading.py) and `make demo` autograde every one through nbgrader: a
 mistake must lose points in every cell of `caught_by`, and an alternative must keep full marks.
 """
 

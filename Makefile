@@ -1,6 +1,9 @@
 # The verbs humans and CI use. Each sets up what it needs on first use (a virtualenv from requirements.txt, the data).
 # DATA=path/to/input.txt copies a local Tiny Shakespeare instead of downloading it (CI: DATA=../shared/data/input.txt).
-PYTHON ?= python3.11
+# Python 3.11 (any patch release from 3.11.2): the first one found, or PYTHON=/path/to/python3.11.
+ifndef PYTHON
+PYTHON := $(shell command -v python3.11 || command -v python3 || echo python3.11)
+endif
 DATA ?=
 BENCH ?= --size 60 --plain --serial
 VENV := .venv
@@ -38,7 +41,9 @@ data: $(VENV)/.installed  ## put a verified Tiny Shakespeare at input.txt
 	$(BIN)/python tools/data.py $(if $(DATA),--from $(DATA))
 
 $(VENV)/.installed: requirements.txt
-	$(PYTHON) -m venv $(VENV)
+	@command -v $(PYTHON) >/dev/null || { echo "error: no $(PYTHON) on PATH: this course needs Python 3.11 (apt install python3.11 python3.11-venv, or uv python install 3.11), then make PYTHON=/path/to/python3.11 ..."; exit 1; }
+	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(None if v[:2] == (3, 11) else f"error: this course needs Python 3.11 (its lock pins torch 2.13.0 and is tested on 3.11 only); {sys.executable} is {v.major}.{v.minor}.{v.micro}: install python3.11 (apt install python3.11 python3.11-venv, or uv python install 3.11) and run make PYTHON=/path/to/python3.11 ...")'
+	@$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "error: $(PYTHON) -m venv failed: install the venv module (Debian/Ubuntu: apt install python3.11-venv), then run make again"; exit 1; }
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 

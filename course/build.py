@@ -20,6 +20,9 @@ from course.cells import MARKER, read
 from course.layout import ROOT, colab_url, notebooks, steps
 
 BADGE = '(COLAB_URL)'  # the Colab badge placeholder in the source notebooks
+COLAB_SVG = 'https://colab.research.google.com/assets/colab-badge.svg'
+# README.md's table of steps lies between these lines; build() writes it, check() compares it.
+TABLE_START, TABLE_END = '<!-- steps: written by make build from source/ -->', '<!-- /steps -->'
 
 
 def set_badge(nb, path, root=ROOT):
@@ -46,6 +49,32 @@ def generate(converter, step, out, root=ROOT):
     app.log.setLevel(logging.WARNING)
     app.force = True
     app.start()
+
+
+def title(nb):
+    """The step's title, from its first markdown line ('# Step 4 — a causal self-attention head')."""
+    first = next((c.source for c in nb.cells if c.cell_type == 'markdown'), '')
+    return first.splitlines()[0].lstrip('# ').strip() if first else ''
+
+
+def steps_table(root=ROOT):
+    """README.md's table of steps: each notebook's title, its student version and its executed solution, with Colab badges."""
+    lines = ['| step | student version | solution, executed |', '|---|---|---|']
+    for step in steps(root):
+        for name in notebooks(step, root):
+            release, solution = f'release/{step}/{name}', f'notebooks/{name}'
+            cells = [f'[`{path}`]({path}) [![Open In Colab]({COLAB_SVG})]({colab_url(path, root)})'
+                     for path in (release, solution)]
+            lines.append(f'| {title(read(root / "source" / step / name))} | {cells[0]} | {cells[1]} |')
+    return '\n'.join(lines)
+
+
+def with_steps_table(text, root=ROOT):
+    """README text with its table of steps rewritten (unchanged if it has no table markers)."""
+    if TABLE_START not in text:
+        return text
+    head, rest = text.split(TABLE_START, 1)
+    return f'{head}{TABLE_START}\n{steps_table(root)}\n{TABLE_END}{rest.split(TABLE_END, 1)[1]}'
 
 
 def execute(nb, cwd):
@@ -126,6 +155,9 @@ def check(root=ROOT):
                 problems.append(f'{rel} is stale (it differs from what source/ generates): run make build and commit it')
             elif not executed:
                 problems.append(f'{rel} is not executed: run make build and commit it')
+    readme = root / 'README.md'
+    if readme.exists() and with_steps_table(readme.read_text(), root) != readme.read_text():
+        problems.append('README.md: its table of steps is stale: run make build and commit it')
     generated = {p.relative_to(root) for p in (root / 'release').rglob('*') if p.is_file()}
     generated |= {p.relative_to(root) for p in (root / 'notebooks').glob('*.ipynb')}
     problems += [f'{rel} is not generated from source/: delete it' for rel in sorted(generated - set(written))]
@@ -142,6 +174,10 @@ def main(argv=None):
         sys.exit(1 if problems else 0)
     for rel in build(ROOT):
         print(f'wrote {rel}')
+    readme = ROOT / 'README.md'
+    if readme.exists():
+        readme.write_text(with_steps_table(readme.read_text()))
+        print('wrote the table of steps in README.md')
 
 
 if __name__ == '__main__':

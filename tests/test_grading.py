@@ -58,14 +58,22 @@ def test_kill_matrix_is_printed_with_its_kill_rate(graded, step):
 
 @pytest.mark.parametrize('step', STEPS)
 def test_feedback_shows_each_failed_test_and_its_message_without_hidden_test_source(graded, step):
-    """For the bank's first mistake: its feedback page shows a failed test cell's error, and no hidden test line."""
+    """For the bank's first mistake: its feedback page shows, as text, the failed test cell and the message of its error,
+    and no hidden test line."""
     from test_generated import hidden_lines
+    from test_submissions import page_text
+
+    from course.cells import read
 
     mistake = BANKS[step].MUTANTS[0]
     name = notebooks(step)[0]
-    html = (graded.course / 'feedback' / mistake.student / step / name.replace('.ipynb', '.html')).read_text()
-    assert 'Error' in html or 'error' in html, 'the feedback should show the failed test and its error'
-    leaked = [line for line in hidden_lines(step, name) if line in html]
+    text = page_text(graded.course / 'feedback' / mistake.student / step / name.replace('.ipynb', '.html'))
+    graded_nb = read(graded.course / 'autograded' / mistake.student / step / name)
+    failed = [c for c in graded_nb.cells if c.metadata.get('nbgrader', {}).get('grade_id') == mistake.caught_by[0]][0]
+    error = next(o for o in failed.outputs if o.output_type == 'error')
+    assert failed.source.splitlines()[0] in text, 'the feedback should show the failed test cell'
+    assert error.evalue.splitlines()[0][:80] in text, 'and its error message'
+    leaked = [line for line in hidden_lines(step, name) if line in text]
     assert not leaked, f'feedback of {mistake.student} shows hidden test lines: {leaked[:3]}'
 
 

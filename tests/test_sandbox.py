@@ -67,9 +67,9 @@ def kernels(request, tmp_path_factory):
             args, launcher = (lambda folder: warm.kernel_config(sock)), 'course.warm'
         else:
             args, launcher = sandbox.kernel_config, 'course.sandbox'
-        server = {line.split(' ', 1)[1] for line in running(str(base))}  # the warm kernel server (it names the course)
+        server = set(running(str(base)))  # the warm kernel server's processes (pid and command line: it names the course)
         yield SimpleNamespace(base=base, root=root, args=args, launcher=launcher, warm=request.param == 'warm',
-                              left=lambda: [line for line in running(str(base)) if line.split(' ', 1)[1] not in server],
+                              left=lambda: [line for line in running(str(base)) if line not in server],
                               count=itertools.count())
     soon(lambda: not running(str(base)))
     left = running(str(base))

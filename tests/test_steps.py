@@ -1,0 +1,61 @@
+"""What every step of source/ must hold for the tooling to grade it (docs/adding-a-step.md): parametrised over the steps
+found, with no per-step code. A step without a bank of mistakes fails here, saying what is missing."""
+
+import pytest
+
+from course.cells import read, role
+from course.demo import bank, demo_class
+from course.layout import INSTRUCTOR, ROOT, autograded_points, instructor_module, notebooks, steps
+
+RESERVED = {'perfect', 'blank'}
+
+
+@pytest.mark.parametrize('step', steps())
+def test_step_has_a_bank_of_mistakes_and_correct_alternatives(step):
+    b = bank(step)
+    assert b is not None, f'source/{step}/{INSTRUCTOR}/bank.py is missing: a bank of MUTANTS and ALTERNATIVES (see docs)'
+    for name in ('MUTANTS', 'ALTERNATIVES'):
+        assert getattr(b, name, None), f'source/{step}/{INSTRUCTOR}/bank.py defines no {name} (or an empty one)'
+
+
+@pytest.mark.parametrize('step', steps())
+def test_bank_names_real_cells_and_unique_students(step):
+    b = bank(step)
+    if b is None:
+        pytest.skip('no bank (test_step_has_a_bank_of_mistakes_and_correct_alternatives fails)')
+    points = autograded_points(step)
+    solutions = {c.metadata.nbgrader.grade_id for name in notebooks(step) for c in read(ROOT / 'source' / step / name).cells
+                 if role(c) in ('solution', 'answer')}
+    students = [v.student for v in [*b.MUTANTS, *b.ALTERNATIVES]]
+    problems = [f'{s} twice' for s in set(students) if students.count(s) > 1]
+    problems += [f'{s} is a reserved name' for s in RESERVED & set(students)]
+    for v in b.MUTANTS:
+        problems += [f'{v.student}: caught_by {g} is not a test cell' for g in v.caught_by if g not in points]
+        problems += [f'{v.student}: caught_by is empty (a mistake no cell is meant to catch)'] * (not v.caught_by)
+    for v in b.ALTERNATIVES:
+        problems += [f'{v.student}: an alternative with caught_by {v.caught_by}'] * bool(v.caught_by)
+    for v in [*b.MUTANTS, *b.ALTERNATIVES]:
+        problems += [f'{v.student}: edits cell {g}, not a solution cell' for g, _, _ in v.edits if g not in solutions]
+    assert not problems, f'source/{step}/{INSTRUCTOR}/bank.py:\n' + '\n'.join(problems)
+
+
+@pytest.mark.parametrize('step', steps())
+def test_every_bank_edit_applies_once(step):
+    """demo_class() applies every edit: each old text occurs exactly once in the perfect submission's cell."""
+    if bank(step) is None:
+        pytest.skip('no bank')
+    cls = demo_class([step])
+    assert {'perfect', 'blank'} <= set(cls)
+
+
+@pytest.mark.parametrize('step', steps())
+def test_checks_module_has_the_interface_the_grader_calls(step):
+    checks = instructor_module(step, 'checks')
+    if checks is None:
+        pytest.skip(f'source/{step}/{INSTRUCTOR}/checks.py is optional')
+    assert isinstance(checks.PROBE, str) and callable(checks.make_inputs) and callable(checks.verdicts)
+    inputs = checks.make_inputs()
+    verdicts = checks.verdicts(inputs, {})  # nothing recorded: every check it makes fails, none crashes
+    points = autograded_points(step)
+    assert verdicts and all(reason for reason in verdicts.values()), 'with an empty record, every verdict must fail'
+    assert set(verdicts) <= set(points), f'verdicts for cells that are not test cells: {set(verdicts) - set(points)}'

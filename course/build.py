@@ -6,6 +6,7 @@
 
 import argparse
 import logging
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -92,6 +93,18 @@ def build(out, run=True, root=ROOT):
     for step in steps(root):
         generate(GenerateAssignment, step, out, root)
         generate(GenerateSolution, step, out, root)
+        # What else source/<step>/ ships to students (data, helpers), as nbgrader copied it into the release; a copy goes
+        # next to the executed solution too (notebooks/ is flat: two steps may not ship different files of one name).
+        shipped = [p.relative_to(out / 'release' / step) for p in sorted((out / 'release' / step).rglob('*'))
+                   if p.is_file() and p.suffix != '.ipynb']
+        (out / 'notebooks').mkdir(exist_ok=True)
+        for rel in shipped:
+            target = out / 'notebooks' / rel
+            if Path('notebooks') / rel in written and target.read_bytes() != (out / 'release' / step / rel).read_bytes():
+                sys.exit(f'error: two steps ship different files named {rel}; notebooks/ is flat, rename one.')
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(out / 'release' / step / rel, target)
+            written += [Path('release') / step / rel, Path('notebooks') / rel]
         for name in notebooks(step, root):
             rel = Path('release') / step / name
             nb = read(out / rel)
@@ -106,14 +119,10 @@ def build(out, run=True, root=ROOT):
             for cell in nb.cells:
                 cell.source = MARKER.sub('', cell.source)
             set_badge(nb, rel, root)
-            (out / 'notebooks').mkdir(exist_ok=True)
             if run:
                 execute(nb, out / 'notebooks')
             nbformat.write(nb, out / rel)
             written.append(rel)
-        # what else source/<step>/ ships to students (data, helpers), as nbgrader copied it
-        shipped = sorted((out / 'release' / step).rglob('*'))
-        written += [p.relative_to(out) for p in shipped if p.is_file() and p.suffix != '.ipynb']
     return written
 
 
@@ -158,8 +167,9 @@ def check(root=ROOT):
     readme = root / 'README.md'
     if readme.exists() and with_steps_table(readme.read_text(), root) != readme.read_text():
         problems.append('README.md: its table of steps is stale: run make build and commit it')
-    generated = {p.relative_to(root) for p in (root / 'release').rglob('*') if p.is_file()}
-    generated |= {p.relative_to(root) for p in (root / 'notebooks').glob('*.ipynb')}
+    generated = {p.relative_to(root) for folder in ('release', 'notebooks') for p in (root / folder).rglob('*') if p.is_file()
+                 and p.name not in ('input.txt', 'input.txt.part')  # the data (gitignored), where a notebook may fetch it
+                 and not any(part.startswith('.') or part == '__pycache__' for part in p.parts[len(root.parts):])}
     problems += [f'{rel} is not generated from source/: delete it' for rel in sorted(generated - set(written))]
     return problems
 

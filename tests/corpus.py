@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple
 
 import nbformat
 
-from course.cells import STUB_LINE, role
+from course.cells import STUB_LINE, grade_id, role
 
 
 class Case(NamedTuple):
@@ -25,10 +25,6 @@ class Case(NamedTuple):
     points: object  # 'full', the exact autograded points, or None (not fixed)
     needs_sandbox: bool = False  # only safe to run inside the sandbox
     every_step: bool = True  # False: about the grader, not the step: run on the first step only
-
-
-def gid(cell):
-    return cell.get('metadata', {}).get('nbgrader', {}).get('grade_id')
 
 
 def first(nb, kind):
@@ -241,4 +237,4 @@ def cases(port=9):
 
 def expected_status(case, release):
     """The status prefix a case must get on the step whose release notebook is release."""
-    return case.status.format(solution=gid(first(release, 'solution')))
+    return case.status.format(solution=grade_id(first(release, 'solution')))

@@ -10,7 +10,7 @@ import pytest
 
 import synthetic
 from course import runner
-from course.cells import CODE_STUB, read, role
+from course.cells import STUB_LINE, read, role
 from course.layout import copy_course, steps
 
 FIRST = steps()[0]
@@ -46,7 +46,7 @@ def test_build_generates_the_release_and_the_executed_solution_of_the_new_step(c
     assert f'release/{synthetic.STEP}/{synthetic.NAME}' in built and f'notebooks/{synthetic.NAME}' in built, built
     nb = read(release / synthetic.NAME)
     solution = next(c for c in nb.cells if role(c) == 'solution')
-    assert CODE_STUB in solution.source and 'return a + b' not in solution.source, solution.source
+    assert STUB_LINE in solution.source and 'return a + b' not in solution.source, solution.source
     assert (release / 'numbers.txt').read_text() == '1 2 3\n', 'the file the step ships reaches students'
     assert not (release / 'instructor').exists(), 'instructor/ (checks, bank) must never reach the release'
     executed = read(root / 'notebooks' / synthetic.NAME)

@@ -92,7 +92,8 @@ def course(kernels, monkeypatch):
         monkeypatch.setenv(key, value)
     yield SimpleNamespace(base=kernels.base, root=kernels.root, cwd=cwd, student=student, config=config, args=kernels.args,
                           launcher=kernels.launcher, warm=kernels.warm, left=kernels.left, n=n)
-    left = [] if soon(lambda: not kernels.left()) else kernels.left()
+    # 30 s: on a loaded machine, the 256 processes of a fork bomb take a while to die once their namespace is gone
+    left = [] if soon(lambda: not kernels.left(), 30) else kernels.left()
     assert not left, f'processes left running after the test: {left}'
 
 
@@ -110,7 +111,7 @@ def text(cell):
 
 
 @contextmanager
-def kernel(course, timeout=20, student=None):
+def kernel(course, timeout=20, student=None, extra=()):
     """A sandboxed kernel started by nbgrader's Execute preprocessor as autograde configures it; yields run(source),
     which executes one cell and returns its output as text. The kernel is shut down on exit, as after a notebook.
     Another student gets a sandbox folder of their own, as each nbgrader process running at the same time does."""
@@ -119,7 +120,7 @@ def kernel(course, timeout=20, student=None):
         student = f'{course.student}-{student}'
         (course.root / 'autograded' / student / 'hw').mkdir(parents=True, exist_ok=True)
         config = course.args(course.base / f'sandbox-{course.n}-{student}')[0]
-    ep = Execute(config=config, timeout=timeout)
+    ep = Execute(config=config, timeout=timeout, **({'extra_arguments': list(extra)} if extra else {}))
     folder = course.root / 'autograded' / (student or course.student) / 'hw'
     ep.nb, ep.resources = nbformat.v4.new_notebook(), {'metadata': {'path': str(folder)}}
 
@@ -132,6 +133,25 @@ def kernel(course, timeout=20, student=None):
     run.client = ep  # its km is the kernel's manager
     with ep.setup_kernel():
         yield run
+
+
+def test_kernel_gets_the_whole_policy_and_its_extra_arguments(course):
+    """course.policy, as the kernel sees it: every resource limit, the size of each tmpfs cover, the hostname, the
+    kernel arguments, and the extra arguments nbgrader passes (which the warm launcher once dropped)."""
+    extra = '--IPKernelApp.log_level=WARN'
+    with kernel(course, extra=[extra]) as run:
+        out = run("import json, os, resource, socket, sys\n"
+                  f"names, covers = {list(policy.LIMITS)}, {[c.path for c in policy.COVERS]}\n"
+                  "limits = {n: resource.getrlimit(getattr(resource, 'RLIMIT_' + n.upper()))[0] for n in names}\n"
+                  "sizes = {p: os.statvfs(p).f_blocks * os.statvfs(p).f_frsize for p in covers}\n"
+                  "print(json.dumps({'limits': limits, 'sizes': sizes, 'host': socket.gethostname(), 'argv': sys.argv}))")
+    import json
+
+    seen = json.loads(out)
+    assert seen['limits'] == policy.LIMITS, seen['limits']
+    assert seen['sizes'] == {c.path: c.size for c in policy.COVERS}, seen['sizes']
+    assert seen['host'] == policy.HOSTNAME
+    assert set(policy.KERNEL_ARGS) <= set(seen['argv']) and extra in seen['argv'], seen['argv']
 
 
 def test_writes_only_its_own_folder(course):
@@ -209,7 +229,7 @@ def test_memory_bomb_gets_memory_error_and_the_kernel_goes_on(course):
 
 
 def test_fork_bomb_is_capped_does_not_hinder_another_sandbox_and_dies_with_the_kernel(course):
-    with kernel(course) as run:
+    with kernel(course, timeout=90) as run:  # 256 forks of a kernel with torch loaded: slow on a loaded machine
         out = run("import os, time\n"  # stops at the limit + 50 if there is none, not to harm the machine
                   "children = []\n"
                   "try:\n"

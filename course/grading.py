@@ -56,6 +56,11 @@ def prepare(selected, kernel, root=ROOT):
             record['unreadable'] = unreadable(step, student, root)
             results.save(record, root)
             jobs.append((step, student))
+    # Every student in the gradebook before any worker starts: two workers grading one student's two steps at once would
+    # otherwise both try to add the student (a UNIQUE constraint error for one of them).
+    with api.gradebook as gb:
+        for student in sorted({student for _, student in jobs}):
+            gb.update_or_create_student(student)
     # Write-ahead logging: --jobs nbgrader processes then read the gradebook while one writes, instead of waiting for it.
     with contextlib.closing(sqlite3.connect(Path(root) / 'gradebook.db')) as db:
         db.execute('pragma journal_mode=wal')

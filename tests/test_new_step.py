@@ -58,8 +58,8 @@ def test_grading_and_the_kill_matrix_cover_the_new_step(course):
     root, _, _, graded = course
     n, k = len(synthetic.MISTAKES), len(synthetic.ALTERNATIVES)
     assert f'{synthetic.STEP} kill matrix: ' in graded, graded
-    block = graded.split(f'{synthetic.STEP} kill matrix: ', 1)[1]
-    assert f'kill rate: {n}/{n} mistakes lose points where expected; {k}/{k} correct alternatives keep full marks' in block
+    rate = graded.split(f'{synthetic.STEP} kill matrix: ', 1)[1].split('kill rate: ', 1)[1].splitlines()[0]
+    assert rate == f'{n}/{n} mistakes lose points where expected; {k}/{k} correct alternatives keep full marks', rate
     assert f'{FIRST}: no kill matrix: source/{FIRST}/instructor/bank.py is missing' in graded
 
 

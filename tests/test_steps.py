@@ -49,13 +49,17 @@ def test_every_bank_edit_applies_once(step):
 
 
 @pytest.mark.parametrize('step', steps())
-def test_checks_module_has_the_interface_the_grader_calls(step):
+def test_checks_judge_every_test_cell_outside_the_kernel(step):
+    """checks.py has the interface the grader calls, and judges every test cell: with nothing recorded, every verdict
+    fails. A test cell without a verdict scores on the kernel's word alone, which a hostile notebook can fake (the
+    corpus's hostile_try_except_every_cell would keep its points)."""
     checks = instructor_module(step, 'checks')
-    if checks is None:
-        pytest.skip(f'source/{step}/{INSTRUCTOR}/checks.py is optional')
+    assert checks is not None, f'source/{step}/{INSTRUCTOR}/checks.py is missing: PROBE, make_inputs(), verdicts() (see docs)'
+    for name in ('PROBE', 'make_inputs', 'verdicts'):
+        assert hasattr(checks, name), f'source/{step}/{INSTRUCTOR}/checks.py defines no {name}'
     assert isinstance(checks.PROBE, str) and callable(checks.make_inputs) and callable(checks.verdicts)
-    inputs = checks.make_inputs()
-    verdicts = checks.verdicts(inputs, {})  # nothing recorded: every check it makes fails, none crashes
+    verdicts = checks.verdicts(checks.make_inputs(), {})
     points = autograded_points(step)
-    assert verdicts and all(reason for reason in verdicts.values()), 'with an empty record, every verdict must fail'
-    assert set(verdicts) <= set(points), f'verdicts for cells that are not test cells: {set(verdicts) - set(points)}'
+    assert set(verdicts) <= set(points), f'verdicts for cells that are not test cells: {sorted(set(verdicts) - set(points))}'
+    unjudged = [g for g in points if not verdicts.get(g)]
+    assert not unjudged, f'test cells that an empty record does not fail (no verdict, or a lenient one): {unjudged}'

@@ -1,5 +1,6 @@
 # The verbs humans and CI use. Each sets up what it needs on first use (a virtualenv from requirements.txt, the data).
 # DATA=path/to/input.txt copies a local Tiny Shakespeare instead of downloading it (CI: DATA=../shared/data/input.txt).
+# Every verb runs a module of the course package (course/): `python -m course.<module> --help` says more.
 # Python 3.11 (any patch release from 3.11.2): the first one found, or PYTHON=/path/to/python3.11.
 ifndef PYTHON
 PYTHON := $(shell command -v python3.11 || command -v python3 || echo python3.11)
@@ -10,35 +11,48 @@ VENV := .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test test-browser build check data grade mutants bench clean
+.PHONY: demo test test-browser build check data grade mutants bench system clean
 
 demo: data build  ## build the release and solution, autograde a demo class, print its grades
-	$(BIN)/python tools/grade.py --demo
+	$(BIN)/python -m course.grade --demo
 
-test: data  ## lint, check the generated files, nbgrader validate, re-execute notebooks/ with nbval
-	$(BIN)/ruff check tools tests nbgrader_config.py
+test: data system  ## lint, generated files fresh, nbgrader validate, nbval, graded classes, sandbox, Colab, browser
+	$(BIN)/ruff check course tests nbgrader_config.py
 	$(BIN)/python -m pytest
 
-test-browser: data  ## only the browser tests: the student and instructor journeys in JupyterLab, in headless Chromium
+test-browser: data system  ## only the browser tests: the student and instructor journeys in JupyterLab, in headless Chromium
 	$(BIN)/python -m pytest tests/test_browser.py
 
 build: $(VENV)/.installed  ## regenerate release/ and notebooks/ from source/
-	$(BIN)/python tools/build.py
+	$(BIN)/python -m course.build
 
 check: $(VENV)/.installed  ## fail if release/ or notebooks/ is stale
-	$(BIN)/python tools/build.py --check
+	$(BIN)/python -m course.build --check
 
-grade: data  ## autograde everything in submitted/, write feedback/ and grades.csv, print the grade table
-	$(BIN)/python tools/grade.py
+grade: data  ## autograde everything in submitted/, write feedback/, results/ and grades*.csv, print the grade table
+	$(BIN)/python -m course.grade
 
-mutants: data  ## grade the demo class and print the kill matrix: which test cells each known mistake loses points in
-	$(BIN)/python tools/grade.py --demo --kill-matrix
+mutants: data  ## grade the demo class and print each step's kill matrix: which test cells each known mistake loses points in
+	$(BIN)/python -m course.grade --demo --kill-matrix
 
 bench: data  ## time grading a class of 60: plain serial nbgrader, --jobs 1, default jobs (a benchmark, not a test)
-	$(BIN)/python tools/benchmark.py $(BENCH)
+	$(BIN)/python -m course.benchmark $(BENCH)
 
 data: $(VENV)/.installed  ## put a verified Tiny Shakespeare at input.txt
-	$(BIN)/python tools/data.py $(if $(DATA),--from $(DATA))
+	$(BIN)/python -m course.data $(if $(DATA),--from $(DATA))
+
+# What the tests need from the system: bubblewrap (the grading sandbox) and Debian's chromium (the browser tests).
+# As root with apt-get (CI), installed when missing; otherwise the tests that need them skip and say why.
+SYSTEM_PACKAGES := $(if $(shell command -v bwrap),,bubblewrap) $(if $(wildcard /usr/bin/chromium),,chromium fonts-liberation)
+system:  ## install bubblewrap and chromium with apt-get when missing (as root; else a note)
+ifneq ($(strip $(SYSTEM_PACKAGES)),)
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES) >/dev/null 2>&1 \
+	  || { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES) >/dev/null; } \
+	  || echo "warning: apt-get could not install $(SYSTEM_PACKAGES): the tests that need them will skip"; \
+	else echo "note: $(SYSTEM_PACKAGES) missing and not root with apt-get: the tests that need them will skip"; fi
+endif
 
 $(VENV)/.installed: requirements.txt
 	@command -v $(PYTHON) >/dev/null || { echo "error: no $(PYTHON) on PATH: this course needs Python 3.11 (apt install python3.11 python3.11-venv, or uv python install 3.11), then make PYTHON=/path/to/python3.11 ..."; exit 1; }
@@ -48,4 +62,4 @@ $(VENV)/.installed: requirements.txt
 	touch $@
 
 clean:  ## remove everything generated that is not committed (keeps input.txt and .venv)
-	rm -rf .build autograded/*/ feedback submitted repairs gradebook.db grades.csv test-artifacts
+	rm -rf .build autograded/*/ feedback submitted repairs results gradebook.db grades*.csv test-artifacts

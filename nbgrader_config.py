@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / 'tools'))  # our preprocessors and export plugin
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the course package (course/): our preprocessors and export
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
@@ -12,7 +12,6 @@ from nbgrader.preprocessors import (  # noqa: E402
     ClearHiddenTests,
     ClearMarkScheme,
     ClearOutput,
-    Execute,
     GetGrades,
     IgnorePattern,
     IncludeHeaderFooter,
@@ -20,7 +19,8 @@ from nbgrader.preprocessors import (  # noqa: E402
     SaveAutoGrades,
 )
 
-from preprocessors import AddProbe, CapOutput, JudgeProbe, TestMessagesOnly  # noqa: E402
+from course.cells import CODE_STUB, TEXT_STUB  # noqa: E402
+from course.preprocessors import AddProbe, CapOutput, JudgeProbe, RecordedExecute, TestMessagesOnly  # noqa: E402
 
 c = get_config()  # noqa: F821
 
@@ -29,16 +29,16 @@ c.CourseDirectory.course_id = 'transformer-from-scratch'
 c.CourseDirectory.db_url = 'sqlite:///gradebook.db?timeout=60'
 c.CourseDirectory.solution_directory = '.build/solution'
 # Never copied by nbgrader (into release/, the solution, autograded/, a student's fetch): nbgrader's defaults, each step's
-# instructor/ folder (its out-of-process checks and bank of mistakes: the grader's alone), the originals tools/repair.py
+# instructor/ folder (its out-of-process checks and bank of mistakes: the grader's alone), the originals course.repair
 # keeps, and stray probe files.
 c.CourseDirectory.ignore = ['.ipynb_checkpoints', '*.pyc', '__pycache__', 'feedback', 'instructor', '.original',
                             '_probe_*.npz']
 
 # The stub students see in place of each solution region, and in each written answer.
-c.ClearSolutions.code_stub = {'python': "# YOUR CODE HERE\nraise NotImplementedError('replace this line with your code')"}
-c.ClearSolutions.text_stub = 'YOUR ANSWER HERE'
+c.ClearSolutions.code_stub = {'python': CODE_STUB}
+c.ClearSolutions.text_stub = TEXT_STUB
 
-# tools/build.py removes the ### BEGIN/END marker lines and executes the solution itself (with nbclient).
+# course.build removes the ### BEGIN/END marker lines and executes the solution itself (with nbclient).
 c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]
 
 # Autograding a real class.
@@ -54,11 +54,12 @@ c.IgnorePattern.pattern = r'\w*Warning: |Matplotlib is building the font cache'
 # AddProbe/JudgeProbe: source/<assignment>/instructor/checks.py
 # records the student code's numbers in the kernel and judges them here, in
 # nbgrader's own process, which never runs student code; a test cell whose claim does not hold there scores 0.
-c.Autograde.autograde_preprocessors = [AddProbe, Execute, JudgeProbe, IgnorePattern, ClearMetadataPreprocessor, CapOutput,
+# RecordedExecute: nbgrader's Execute (configured as c.Execute), which also records the exception that stopped a notebook.
+c.Autograde.autograde_preprocessors = [AddProbe, RecordedExecute, JudgeProbe, IgnorePattern, ClearMetadataPreprocessor, CapOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 
-# `nbgrader export` writes grades.csv with a row per student: status, totals, every test cell, needs_manual_grading.
-c.ExportApp.plugin_class = 'grade.CellCsvExport'
+# `nbgrader export` writes grades.csv (a row per student and step), grades-cells.csv and grades-total.csv: course.export.
+c.ExportApp.plugin_class = 'course.export.CellCsvExport'
 
 # Feedback shows each failed test's name and message, never the hidden tests' source or tracebacks quoting it.
 c.GenerateFeedback.preprocessors = [ClearHiddenTests, TestMessagesOnly, GetGrades, CSSHTMLHeaderPreprocessor]

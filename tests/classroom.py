@@ -1,4 +1,5 @@
-"""The class that tests/test_grading.py and tests/test_submissions.py grade once, together, through tools/grade.py; and the
+"""The class that tests/test_grading.py and tests/test_submissions.py grade once, together, through the real command
+(python -m course.grade): for every step, its demo class and its damaged, broken and hostile corpus; and a handful of the
 demo class graded by plain serial nbgrader, to compare with."""
 
 import csv
@@ -9,23 +10,23 @@ import sys
 from typing import NamedTuple
 
 import nbformat
-from corpus import CASES
 
-from benchmark import grades
-from conftest import ensure_sandbox
-from course import ROOT, assignments, copy_course, nbgrader, notebooks
-from grade import DEMO_MARK, demo_class, edited, mutants, solved, write_class
+from conftest import can_sandbox
+from corpus import cases
+from course import runner
+from course.cells import read
+from course.demo import DEMO_MARK, bank, demo_class, edited, solved, write_class
+from course.layout import ROOT, copy_course, notebooks, steps
 
-AID = 'step4'
-CLEAN = ('perfect', 'no_scaling', 'trap_permutes_X_not_tokens')  # graded alone first, then in the batch
+PLAIN_SAMPLE = 5  # demo students per step graded by plain nbgrader too: perfect, blank, and the bank's first three
 
 
 class Graded(NamedTuple):
     course: object  # the course copy
-    rows: dict  # (assignment, student) -> grades.csv row
-    out: str  # what tools/grade.py printed
-    alone: dict  # student -> row, for the CLEAN students graded alone
-    cases: list  # the corpus cases graded (without the sandbox: those that do not need it)
+    rows: dict  # (step, student) -> grades.csv row, with each test cell's score from grades-cells.csv
+    out: str  # what course.grade printed
+    alone: dict  # (step, student) -> row, for clean_students() graded alone first
+    cases: dict  # step -> the corpus cases graded on it (without the sandbox: those that do not need it)
     before: dict  # snapshot() before the batch
     sandboxed: bool
 
@@ -41,50 +42,91 @@ def write(folder, files):
 
 def snapshot(course):
     """sha256 of every file outside the students' folders and what grading itself writes."""
-    own = ('submitted', 'autograded', 'feedback', 'repairs', '.build', 'gradebook.db', 'grades.csv')
+    own = ('submitted', 'autograded', 'feedback', 'repairs', 'results', '.build', 'gradebook.db', 'grades')
     return {str(p.relative_to(course)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in course.rglob('*') if p.is_file() and not str(p.relative_to(course)).startswith(own)
             and '__pycache__' not in p.parts}
 
 
-def run(course, *flags):
-    done = subprocess.run([sys.executable, 'tools/grade.py', '--cell-timeout=10', '--timeout=90', *flags],
-                          cwd=course, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
+def read_grades(course):
+    """{(step, student): row of grades.csv, plus each test cell's score (grades-cells.csv) under its grade_id}."""
     with open(course / 'grades.csv', newline='') as f:
-        return {(r['assignment'], r['student_id']): r for r in csv.DictReader(f)}, done.stdout + done.stderr
+        rows = list(csv.DictReader(f))
+    keys = [(r['step'], r['student_id']) for r in rows]
+    assert len(keys) == len(set(keys)), f'grades.csv repeats (step, student) rows: {len(keys)} rows, {len(set(keys))} keys'
+    table = {(r['step'], r['student_id']): r for r in rows}
+    with open(course / 'grades-cells.csv', newline='') as f:
+        for c in csv.DictReader(f):
+            table[(c['step'], c['student_id'])][c['grade_id']] = c['score']
+    return table
 
 
-def grade_class(course):
+def run(course, *flags):
+    done = subprocess.run([sys.executable, '-m', 'course.grade', '--cell-timeout=10', '--timeout=90', *flags],
+                          cwd=course, capture_output=True, text=True, env=runner.env(course))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return read_grades(course), done.stdout + done.stderr
+
+
+def clean_students(step):
+    """(student, notebook) graded alone, then in the batch: the perfect submission, the bank's first mistake and first
+    correct alternative."""
+    b = bank(step)
+    name = notebooks(step)[0]
+    perfect = solved(step, name)
+    out = [('perfect', perfect)]
+    for v in [*getattr(b, 'MUTANTS', [])[:1], *getattr(b, 'ALTERNATIVES', [])[:1]]:
+        if v.notebook in (None, name):
+            out.append((v.student, edited(perfect, v.edits)))
+    return out
+
+
+def grade_class(course, port):
     copy_course(course)
-    can_sandbox = ensure_sandbox()
-    bank = {m.student: m for aid in assignments() for m in mutants(aid).MUTANTS}
-    name = notebooks(AID)[0]
-    perfect = solved(AID, name)
-    for student in CLEAN:
-        nb = perfect if student == 'perfect' else edited(perfect, bank[student].edits)
-        write(course / 'submitted' / student / AID, {name: nb})
+    sandboxed = can_sandbox()
+    clean = {step: clean_students(step) for step in steps()}
+    for step, students in clean.items():
+        for student, nb in students:
+            write(course / 'submitted' / student / step, {notebooks(step)[0]: nb})
     alone, _ = run(course)
     shutil.rmtree(course / 'submitted')
     write_class(demo_class(), course / 'submitted')
     (course / 'submitted' / DEMO_MARK).unlink()
-    release = nbformat.read(ROOT / 'release' / AID / name, as_version=4)
-    cases = [c for c in CASES if can_sandbox or not c.needs_sandbox]
-    for case in cases:
-        write(course / 'submitted' / case.student / AID, case.make(name, release, perfect))
+    graded_cases = {}
+    for i, step in enumerate(steps()):
+        name = notebooks(step)[0]
+        release, perfect = read(ROOT / 'release' / step / name), solved(step, name)
+        fake = getattr(bank(step), 'FAKE', '')
+        graded_cases[step] = [c for c in cases(port) if (sandboxed or not c.needs_sandbox) and (c.every_step or i == 0)]
+        for case in graded_cases[step]:
+            write(course / 'submitted' / case.student / step, case.make(name, release, perfect, fake))
     before = snapshot(course)
     rows, out = run(course, '--kill-matrix')
-    return Graded(course, rows, out, {s: alone[(AID, s)] for s in CLEAN}, cases, before, can_sandbox)
+    alone = {(step, s): alone[(step, s)] for step, students in clean.items() for s, _ in students}
+    return Graded(course, rows, out, alone, graded_cases, before, sandboxed)
+
+
+def plain_sample(cls):
+    """PLAIN_SAMPLE students of each step of the demo class: {student: {step: notebooks}}."""
+    out = {}
+    for step in steps():
+        names = ['perfect', 'blank', *(v.student for v in [*getattr(bank(step), 'MUTANTS', []),
+                                                             *getattr(bank(step), 'ALTERNATIVES', [])])]
+        for student in names[:PLAIN_SAMPLE]:
+            out.setdefault(student, {})[step] = cls[student][step]
+    return out
 
 
 def grade_plain(course):
-    """The demo class graded by plain serial `nbgrader autograde` (nbgrader's own command and kernel, no sandbox, one
-    notebook after another) in a copy of the course: {(assignment, student): {test cell: score}}, as benchmark.grades()
-    reads it (None for a submission it did not grade)."""
+    """PLAIN_SAMPLE demo students per step graded by plain serial `nbgrader autograde` (nbgrader's own command and kernel,
+    no sandbox, one notebook after another) in a copy of the course: {(step, student): {test cell: score}}, None for a
+    submission it did not grade. The whole class is compared in `make bench`."""
+    from course.benchmark import grades
+
     copy_course(course)
-    cls = demo_class()
+    cls = plain_sample(demo_class())
     write_class(cls, course / 'submitted')
-    for aid in assignments():
-        nbgrader('generate_assignment', aid, '--force', '--CourseDirectory.release_directory=.build/release', cwd=course)
-        nbgrader('autograde', aid, '--force', cwd=course)
+    for step in steps():
+        runner.run('generate_assignment', step, '--force', '--CourseDirectory.release_directory=.build/release', cwd=course)
+        runner.run('autograde', step, '--force', cwd=course)
     return grades(course, cls)

@@ -1,57 +1,74 @@
-"""Shared fixtures: the course's notebooks, parametrized over every assignment in source/."""
+"""Shared fixtures: every step of source/ and its notebooks, the graded classes, and the process finder."""
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-import nbformat
+import psutil
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / 'tools'))
+from course import sandbox
+from course.layout import notebooks, steps
 
-import sandbox  # noqa: E402
-from course import assignments, notebooks  # noqa: E402
-
-NOTEBOOKS = [(aid, name) for aid in assignments() for name in notebooks(aid)]
+STEPS = steps()
+NOTEBOOKS = [(step, name) for step in STEPS for name in notebooks(step)]
 
 
 @pytest.fixture(params=NOTEBOOKS, ids=[f'{a}/{n}' for a, n in NOTEBOOKS])
 def notebook(request):
-    """(assignment id, notebook name) of every source notebook."""
+    """(step, notebook name) of every source notebook."""
     return request.param
 
 
-def read(path):
-    return nbformat.read(path, as_version=4)
+@pytest.fixture(params=STEPS)
+def step(request):
+    """Every step of source/."""
+    return request.param
 
 
 def free_port():
     """A TCP port on 127.0.0.1 that nothing listens on (free now; the caller binds it or relies on it being closed)."""
+    import socket
+
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
         return s.getsockname()[1]
 
 
 @pytest.fixture(scope='session')
-def graded(tmp_path_factory, plain_started):
-    """One class graded by the real command (tools/grade.py) in a copy of the course: the demo class (perfect, blank, every
-    mistake and alternative of each step's
-    instructor/bank.py) and every damaged, broken and hostile case of tests/corpus.py; and, first,
-    a few clean students alone, to compare with. Plain nbgrader grades its demo class at the same time (plain_started)."""
+def listener():
+    """A real TCP listener on the host's loopback, for the hostile network attempt: (port, accepted()), where accepted()
+    says whether anything connected to it."""
+    import socket
+
+    server = socket.create_server(('127.0.0.1', 0))
+    server.setblocking(False)
+    seen = []
+
+    def accepted():
+        try:
+            seen.append(server.accept())
+        except BlockingIOError:
+            pass
+        return bool(seen)
+
+    yield server.getsockname()[1], accepted
+    server.close()
+
+
+@pytest.fixture(scope='session')
+def graded(tmp_path_factory, plain_started, listener):
+    """One class graded by the real command (python -m course.grade) in a copy of the course: the demo class of every
+    step and the damaged, broken and hostile corpus of every step (tests/corpus.py); and, first, a few clean students
+    alone, to compare with. Plain nbgrader grades a handful of them at the same time (plain_started)."""
     from classroom import grade_class
 
-    return grade_class(tmp_path_factory.mktemp('course'))
+    return grade_class(tmp_path_factory.mktemp('course'), listener[0])
 
 
 @pytest.fixture(scope='session')
 def plain_started(tmp_path_factory):
-    """The demo class being graded by plain serial `nbgrader autograde`, in a thread (nbgrader itself runs in a process of
-    its own): a future of {(assignment, student): {test cell: score}}."""
+    """A handful of the demo class (classroom.PLAIN_SAMPLE per step) being graded by plain serial `nbgrader autograde`,
+    in a thread (nbgrader itself runs in a process of its own): a future of {(step, student): {test cell: score}}."""
     from classroom import grade_plain
 
     with ThreadPoolExecutor(1) as pool:
@@ -60,23 +77,25 @@ def plain_started(tmp_path_factory):
 
 @pytest.fixture(scope='session')
 def plain(plain_started):
-    """The demo class graded by plain serial `nbgrader autograde`: {(assignment, student): {test cell: score}}."""
     return plain_started.result()
 
 
-def ensure_sandbox():
-    """Whether this machine can sandbox a grading kernel; installs bubblewrap first when it is missing (CI is root on a
-    fresh Debian)."""
-    if not shutil.which('bwrap') and os.geteuid() == 0 and shutil.which('apt-get'):
-        install = ['apt-get', 'install', '-y', '-q', 'bubblewrap']
-        env = {**os.environ, 'DEBIAN_FRONTEND': 'noninteractive'}
-        if subprocess.run(install, capture_output=True, env=env).returncode:
-            subprocess.run(['apt-get', 'update', '-q'], capture_output=True, env=env)
-            subprocess.run(install, capture_output=True, env=env)
+def can_sandbox():
+    """Whether this machine can sandbox a grading kernel (make system installs bubblewrap as root)."""
     return sandbox.available()
 
 
+NO_SANDBOX = ('no sandbox on this machine: bubblewrap is missing or cannot create namespaces here '
+              '(as root with apt-get, `make system` installs it)')
+
+
 def running(marker):
-    """Command lines of the processes whose command line holds marker."""
-    done = subprocess.run(['pgrep', '-af', marker], capture_output=True, text=True)
-    return [line for line in done.stdout.splitlines() if 'pgrep' not in line]
+    """'pid command line' of every process whose command line holds marker (this process and its parents aside)."""
+    own = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
+    found = []
+    for p in psutil.process_iter(['pid', 'cmdline']):
+        cmd = ' '.join(p.info['cmdline'] or [])
+        if marker in cmd and p.info['pid'] not in own:
+            found.append(f"{p.info['pid']} {cmd}")
+    return found
+

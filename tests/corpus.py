@@ -1,8 +1,12 @@
-"""Damaged, broken and hostile submissions, generated from an assignment's release and solution, each with its expectation.
+"""Damaged, broken and hostile submissions, generated from any step's release and solution, each with its expectation.
 
-Every case is a function (release, perfect) -> {file name: bytes or notebook} for submitted/<case>/<assignment>/, with the
-status the grade table must show (a prefix) and the autograded points it must get ('full', an exact number, or None
-where timing decides).
+Every case is a function (name, release, perfect, fake) -> {file name: bytes or notebook} for submitted/<case>/<step>/,
+with the status the grade table must show (a prefix; {solution} stands for the grade_id of the step's first solution
+cell) and the autograded points it must get ('full', an exact number, or None where timing decides). fake: the step's
+bank's FAKE (optional: code that defines the step's names with every shape right and every number wrong), or ''.
+
+Cases about the submission (damage, repairs, tricks against the tests and the checks) run on every step; cases about the
+grader and its sandbox (time limits, memory, processes), whose outcome does not depend on the step, run on the first.
 """
 
 import copy
@@ -11,7 +15,7 @@ from typing import Callable, NamedTuple
 
 import nbformat
 
-from course import role
+from course.cells import STUB_LINE, grade_id, role
 
 
 class Case(NamedTuple):
@@ -20,19 +24,16 @@ class Case(NamedTuple):
     status: str  # the grade table's status starts with this
     points: object  # 'full', the exact autograded points, or None (not fixed)
     needs_sandbox: bool = False  # only safe to run inside the sandbox
-
-
-def gid(cell):
-    return cell.get('metadata', {}).get('nbgrader', {}).get('grade_id')
+    every_step: bool = True  # False: about the grader, not the step: run on the first step only
 
 
 def first(nb, kind):
     return next(c for c in nb.cells if role(c) == kind)
 
 
-def with_code(code, where='first solution', top=False):
-    """The perfect submission with code added to a solution cell (at its top, or after it)."""
-    def make(name, release, perfect):
+def with_code(code, top=False):
+    """The perfect submission with code added to its first solution cell (at its top, or after it)."""
+    def make(name, release, perfect, fake):
         nb = copy.deepcopy(perfect)
         cell = first(nb, 'solution')
         cell.source = f'{code}\n{cell.source}' if top else f'{cell.source}\n{code}'
@@ -40,18 +41,19 @@ def with_code(code, where='first solution', top=False):
     return make
 
 
-def blank_with_code(code):
-    """The untouched release (no work done) with code put in its first solution cell: a student who only attacks."""
-    def make(name, release, perfect):
+def blank_with_code(code, with_fake=False):
+    """The untouched release (no work done) with code put in its first solution cell: a student who only attacks; with
+    the step's fake (every shape right, every number wrong) after it, if with_fake."""
+    def make(name, release, perfect, fake):
         nb = copy.deepcopy(release)
         cell = first(nb, 'solution')
-        cell.source = f'{code}\n{cell.source}'
+        cell.source = f'{code}\n{fake if with_fake else ""}\n{cell.source}'
         return {name: nb}
     return make
 
 
 def edit(fn):
-    def make(name, release, perfect):
+    def make(name, release, perfect, fake):
         nb = copy.deepcopy(perfect)
         return fn(name, nb) or {name: nb}
     return make
@@ -87,7 +89,7 @@ def delete_test(name, nb):
 def duplicate_solution(name, nb):
     cell = first(nb, 'solution')
     stub = copy.deepcopy(cell)
-    stub.source = "raise NotImplementedError('replace this line with your code')"
+    stub.source = STUB_LINE
     stub.id = 'copy-of-' + cell.id
     nb.cells.insert(nb.cells.index(cell), stub)
 
@@ -114,61 +116,46 @@ def renamed_other_kernel(name, nb):
 
 
 def raw(data):
-    return lambda name, release, perfect: {name: data}
+    return lambda name, release, perfect, fake: {name: data}
 
 
 MARK = 'course-grading-test-marker'  # in the command line of processes a case leaves behind
 
 DAMAGED = [
-    Case('damaged_metadata_stripped', edit(strip_metadata), 'graded, ', 'full'),
-    Case('damaged_metadata_and_ids_stripped', edit(strip_metadata_and_ids), 'graded, ', 'full'),
-    Case('damaged_locked_test_edited', edit(edit_locked_test), 'graded, 1 repair', 'full'),
-    Case('damaged_test_cell_deleted', edit(delete_test), 'graded, 1 repair', 'full'),
-    Case('damaged_solution_duplicated', edit(duplicate_solution), 'graded, 1 repair', 'full'),
-    Case('damaged_answer_turned_markdown', edit(solution_to_markdown), 'graded, 1 repair', 'full'),
-    Case('damaged_cells_inserted_reordered', edit(insert_and_reorder), 'graded, 1 repair', 'full'),
-    Case('damaged_old_format_without_ids', edit(old_format_without_ids), 'graded, 1 repair', 'full'),
-    Case('damaged_renamed_other_kernel', edit(renamed_other_kernel), 'graded, 2 repairs', 'full'),
+    Case('damaged_metadata_stripped', edit(strip_metadata), 'graded (', 'full'),
+    Case('damaged_metadata_and_ids_stripped', edit(strip_metadata_and_ids), 'graded (', 'full'),
+    Case('damaged_locked_test_edited', edit(edit_locked_test), 'graded (1 repair)', 'full'),
+    Case('damaged_test_cell_deleted', edit(delete_test), 'graded (1 repair)', 'full'),
+    Case('damaged_solution_duplicated', edit(duplicate_solution), 'graded (1 repair)', 'full'),
+    Case('damaged_answer_turned_markdown', edit(solution_to_markdown), 'graded (1 repair)', 'full'),
+    Case('damaged_cells_inserted_reordered', edit(insert_and_reorder), 'graded (1 repair)', 'full'),
+    Case('damaged_old_format_without_ids', edit(old_format_without_ids), 'graded (1 repair)', 'full'),
+    Case('damaged_renamed_other_kernel', edit(renamed_other_kernel), 'graded (2 repairs)', 'full'),
 ]
 
 BROKEN = [
-    Case('broken_malformed_json', raw(b'{"cells": [{"cell_type": "code", "sour'), 'unreadable', 0),
-    Case('broken_empty_file', raw(b''), 'unreadable: empty file', 0),
-    Case('broken_missing_notebook', lambda name, r, p: {'README.txt': b'I forgot to attach it'}, 'needs attention: no ', 0),
+    Case('broken_malformed_json', raw(b'{"cells": [{"cell_type": "code", "sour'), 'unreadable (JSONDecodeError', 0),
+    Case('broken_empty_file', raw(b''), 'unreadable (empty file)', 0),
+    Case('broken_missing_notebook', lambda name, r, p, f: {'README.txt': b'I forgot to attach it'}, 'needs attention (no ', 0),
     Case('broken_kernel_exit', with_code('import os\nos._exit(1)', top=True), 'kernel died', 0),
-    Case('broken_segfault', with_code('import ctypes\nctypes.string_at(0)', top=True), 'kernel died', 0),
-    Case('broken_infinite_loop', with_code('while True:\n    pass'), 'timeout in cell head', 'full'),  # interrupted, then on
+    Case('broken_segfault', with_code('import ctypes\nctypes.string_at(0)', top=True), 'kernel died', 0, every_step=False),
+    # interrupted, then the notebook goes on
+    Case('broken_infinite_loop', with_code('while True:\n    pass'), 'timeout (in cell {solution})', 'full', every_step=False),
     Case('broken_ignores_sigint', with_code('import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass'),
-         'timeout', 0),
+         'timeout', 0, every_step=False),
     # the memory bomb gets MemoryError at the sandbox's 4 GiB limit; the rest of the notebook runs on. bytes(n) asks for
     # the memory without touching it (calloc): the limit counts it all the same, in no time even on a loaded machine
-    Case('broken_memory_bomb', with_code('hog = [bytes(2**28) for _ in range(10**4)]'), 'graded', 'full', True),
-    Case('broken_20MB_line', with_code("print('x' * 20_000_000)"), 'graded', 'full'),
-    Case('broken_200k_lines', with_code("print('\\n'.join(map(str, range(200_000))))"), 'graded', 'full'),
+    Case('broken_memory_bomb', with_code('hog = [bytes(2**28) for _ in range(10**4)]'), 'graded', 'full', True, False),
+    Case('broken_20MB_line', with_code("print('x' * 20_000_000)"), 'graded', 'full', every_step=False),
+    Case('broken_200k_lines', with_code("print('\\n'.join(map(str, range(200_000))))"), 'graded', 'full', every_step=False),
     # the fork bomb stops at the sandbox's process cap and its cell times out; whether the interrupt gets through, and so
     # how many later cells still find a free process slot, depends on timing: its points are not fixed
-    Case('broken_fork_bomb', with_code('import os\nwhile True:\n    os.fork()', top=True), 'timeout', None, True),
+    Case('broken_fork_bomb', with_code('import os\nwhile True:\n    os.fork()', top=True), 'timeout', None, True, False),
     Case('broken_child_left_running',
          with_code(f"import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 1000 # {MARK}'], start_new_session=True)"),
-         'graded', 'full'),
+         'graded', 'full', every_step=False),
 ]
 
-FAKE_HEAD = '''
-class Head(nn.Module):
-    """A fake: every shape right, every number wrong."""
-
-    def __init__(self, d, head_size, T_max, causal=True):
-        super().__init__()
-        self.key = nn.Linear(d, head_size, bias=False)
-        self.query = nn.Linear(d, head_size, bias=False)
-        self.value = nn.Linear(d, head_size, bias=False)
-        self.register_buffer('tril', torch.tril(torch.ones(T_max, T_max)))
-
-    def forward(self, x):
-        B, T, C = x.shape
-        self.A = (self.tril[:T, :T] / self.tril[:T, :T].sum(-1, keepdim=True)).expand(B, T, T)
-        return torch.zeros(B, T, self.value.out_features)
-'''
 PATCH_TORCH = '''
 import builtins
 import torch
@@ -209,11 +196,16 @@ except Exception as e:
 for path in glob.glob('../../../source/*/*.ipynb') + glob.glob('../../../submitted/*/*/*.ipynb'):
     print('read:', path, open(path).read()[:3000])
 try:
-    socket.create_connection(('127.0.0.1', int(os.environ.get('COURSE_TEST_PORT', '9')) or 9), timeout=2)
+    socket.create_connection(('127.0.0.1', PORT), timeout=2)
     print('network reached')
 except OSError as e:
     print('network refused:', e)
 '''
+
+
+def touch_the_course(port):
+    """TOUCH_THE_COURSE aimed at a real listener on the host's loopback (tests/conftest.py's listener)."""
+    return TOUCH_THE_COURSE.replace('PORT', str(port))
 LOCK_GRADEBOOK = f'''
 import subprocess
 subprocess.Popen(['python3', '-c', """
@@ -224,13 +216,25 @@ time.sleep(1000)
 """], start_new_session=True)
 '''
 
-HOSTILE = [
-    Case('hostile_fake_head_patched_torch', blank_with_code(PATCH_TORCH + FAKE_HEAD), 'graded', 0),
-    Case('hostile_try_except_every_cell', blank_with_code(TRY_EXCEPT_EVERY_CELL), 'graded', 0),
-    Case('hostile_silenced_tracebacks', blank_with_code(SILENCE_TRACEBACKS + FAKE_HEAD), 'graded', 0),
-    Case('hostile_forged_probe_record', blank_with_code(TRY_EXCEPT_EVERY_CELL + FORGE_PROBE), 'graded', 0),
-    Case('hostile_touches_the_course', blank_with_code(TOUCH_THE_COURSE), 'graded', 0, True),
-    Case('hostile_locks_the_gradebook', blank_with_code(LOCK_GRADEBOOK), 'graded', 0, True),
-]
 
-CASES = DAMAGED + BROKEN + HOSTILE
+
+def hostile(port):
+    """The hostile cases; the network attempt aims at port, where a real listener waits."""
+    return [
+        Case('hostile_fake_patched_torch', blank_with_code(PATCH_TORCH, with_fake=True), 'graded', 0),
+        Case('hostile_try_except_every_cell', blank_with_code(TRY_EXCEPT_EVERY_CELL), 'graded', 0),
+        Case('hostile_silenced_tracebacks', blank_with_code(SILENCE_TRACEBACKS, with_fake=True), 'graded', 0),
+        Case('hostile_forged_probe_record', blank_with_code(TRY_EXCEPT_EVERY_CELL + FORGE_PROBE), 'graded', 0),
+        Case('hostile_touches_the_course', blank_with_code(touch_the_course(port)), 'graded', 0, True, False),
+        Case('hostile_locks_the_gradebook', blank_with_code(LOCK_GRADEBOOK), 'graded', 0, True, False),
+    ]
+
+
+def cases(port=9):
+    """Every case (the hostile network attempt aimed at port)."""
+    return DAMAGED + BROKEN + hostile(port)
+
+
+def expected_status(case, release):
+    """The status prefix a case must get on the step whose release notebook is release."""
+    return case.status.format(solution=grade_id(first(release, 'solution')))

@@ -13,10 +13,10 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from conftest import NOTEBOOKS, ROOT, free_port, read
-from course import role
+from conftest import NOTEBOOKS, free_port
+from course.cells import STUB_ERROR, read, role
+from course.layout import ROOT
 
-STUB = "NotImplementedError('replace this line with your code')"
 SHARED = ROOT / 'input.txt'  # put in place by make data
 # The notebooks whose data cell (id 'data') fetches Tiny Shakespeare.
 WITH_DATA = [(a, n) for a, n in NOTEBOOKS if any(c.id == 'data' for c in read(ROOT / 'release' / a / n).cells)]
@@ -105,6 +105,6 @@ def test_release_runs_in_an_empty_folder_until_the_first_exercise(tmp_path, note
         NotebookClient(nb, timeout=120, kernel_name='python3', resources={'metadata': {'path': str(folder)}}).execute()
     failed = next(i for i, c in enumerate(nb.cells) if c.cell_type == 'code' and error(c))
     first = next(i for i, c in enumerate(nb.cells) if role(c) == 'solution')
-    assert f'{stopped.value.ename}(\'{stopped.value.evalue}\')' == STUB and failed >= first, (
-        f'expected {STUB} at or after cell {nb.cells[first].id}; cell {nb.cells[failed].id} raised '
+    assert f'{stopped.value.ename}(\'{stopped.value.evalue}\')' == STUB_ERROR and failed >= first, (
+        f'expected {STUB_ERROR} at or after cell {nb.cells[first].id}; cell {nb.cells[failed].id} raised '
         f'{stopped.value.ename}: {stopped.value.evalue}')

@@ -1,17 +1,17 @@
-"""tools/data.py: Tiny Shakespeare is copied or downloaded, always sha256-checked, and a bad file never lands or is lost."""
+"""course.data (make data): Tiny Shakespeare is copied or downloaded, always sha256-checked; a bad file never lands or is lost."""
 
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT
+from course.layout import ROOT
 
 SHARED = ROOT / 'input.txt'  # put in place by make data, from DATA= or the download
 
 
 def fetch(*args):
-    return subprocess.run([sys.executable, 'tools/data.py', *map(str, args)], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, '-m', 'course.data', *map(str, args)], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_a_good_copy_is_copied_and_verified(tmp_path):

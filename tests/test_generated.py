@@ -6,15 +6,23 @@ import sys
 import tomllib
 from pathlib import Path
 
-from conftest import ROOT, read
-from course import MARKER, colab_url, role
+from course.cells import MARKER, read, role
+from course.layout import ROOT, colab_url
 
 REGION = re.compile(r'^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)[ \t]*\n(.*?)^[ \t]*### END \1', re.M | re.S)
 
 
 def test_generated_files_are_up_to_date_with_source():
-    done = subprocess.run([sys.executable, 'tools/build.py', '--check'], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, '-m', 'course.build', '--check'], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def hidden_lines(step, name):
+    """The lines of the hidden tests of a source notebook that appear nowhere else in it (what must never leak)."""
+    cells = read(ROOT / 'source' / step / name).cells
+    shown = set().union(*(lines(REGION.sub('', c.source)) for c in cells))
+    hidden = set().union(*(lines(body) for c in cells for kind, body in REGION.findall(c.source) if kind == 'HIDDEN TESTS'))
+    return sorted(line for line in hidden - shown if len(line) > 20)  # lines long enough to be telling
 
 
 def lines(text):
@@ -74,11 +82,16 @@ def test_numbers_in_the_prose_are_printed_by_the_solution(notebook):
 
 
 def test_data_cell_checks_the_url_and_sha256_of_course_toml(notebook):
+    """A notebook with a data cell (id 'data') names course.toml's URL and sha256 in it; one without reads no data."""
     aid, name = notebook
     data = tomllib.loads((ROOT / 'course.toml').read_text())['data']
-    text = '\n'.join(c.source for c in read(ROOT / 'source' / aid / name).cells)
-    if 'DATA_SHA256' in text:
-        assert data['url'] in text and data['sha256'] in text
+    cells = read(ROOT / 'source' / aid / name).cells
+    cell = next((c for c in cells if c.get('id') == 'data'), None)
+    if cell is None:
+        assert not any('input.txt' in c.source for c in cells), f'{name} reads input.txt without a data cell (id "data")'
+    else:
+        assert data['url'] in cell.source and data['sha256'] in cell.source, (
+            f'{name}: the data cell must name the URL and sha256 of course.toml')
 
 
 def test_every_image_output_has_alt_text():

@@ -1,71 +1,135 @@
-"""Autograding through nbgrader: the demo class's grade table, feedback and CSV, and the kill matrix of
-each step's instructor/bank.py."""
+"""Autograding through nbgrader, for every step: the demo class's grades, feedback and CSV tables, the kill matrix of each
+step's bank, the late penalty as nbgrader's own export applies it, and our grades against plain nbgrader's."""
+
+import csv
+import shutil
 
 import pytest
 
-import grade
-from course import assignments
+from course import runner
+from course.demo import bank
+from course.layout import autograded_points, notebooks, steps
 
-BANKS = {aid: grade.mutants(aid) for aid in assignments() if grade.mutants(aid)}
-MISTAKES = [(aid, m) for aid, bank in BANKS.items() for m in bank.MUTANTS]
-ALTERNATIVES = [(aid, a) for aid, bank in BANKS.items() for a in bank.ALTERNATIVES]
+STEPS = steps()
+BANKS = {step: bank(step) for step in STEPS}
+MISTAKES = [(step, m) for step, b in BANKS.items() if b for m in b.MUTANTS]
+ALTERNATIVES = [(step, a) for step, b in BANKS.items() if b for a in b.ALTERNATIVES]
 
 
 def full(row):
-    return float(row['autograded']) == float(row['autograded_max'])
+    return float(row['autograded']) == float(row['autograded_max']) > 0
 
 
-def test_perfect_submission_gets_full_autograded_marks_and_awaits_manual_grading(graded):
-    for aid in assignments():
-        row = graded.rows[(aid, 'perfect')]
-        assert row['status'] == 'graded' and full(row), row
-        assert row['needs_manual_grading'] == 'True', 'the written answers of a perfect submission await a human'
+@pytest.mark.parametrize('step', STEPS)
+def test_perfect_submission_gets_full_autograded_marks_and_awaits_manual_grading(graded, step):
+    row = graded.rows[(step, 'perfect')]
+    assert row['status'] == 'graded' and full(row), row
+    assert row['needs_manual_grading'] == 'True', 'the written answers of a perfect submission await a human'
 
 
-def test_blank_submission_scores_zero_and_is_flagged_blank_not_ungradable(graded):
-    for aid in assignments():
-        row = graded.rows[(aid, 'blank')]
-        assert (row['status'], float(row['score'])) == ('blank', 0.0), row
+@pytest.mark.parametrize('step', STEPS)
+def test_blank_submission_scores_zero_and_is_flagged_blank_not_ungradable(graded, step):
+    row = graded.rows[(step, 'blank')]
+    assert (row['status'], float(row['score']), float(row['autograded'])) == ('blank', 0.0, 0.0), row
 
 
-@pytest.mark.parametrize('aid, mistake', MISTAKES, ids=[m.student for _, m in MISTAKES])
-def test_mistake_loses_points_in_every_cell_meant_to_catch_it(graded, aid, mistake):
-    row = graded.rows[(aid, mistake.student)]
-    kept = [c for c in mistake.caught_by if float(row[c]) == grade.test_cells(aid)[c]]
-    assert row['status'] == 'graded' and not kept, f'{mistake.student} kept full points in {kept} ({row["status"]})'
+@pytest.mark.parametrize('step, mistake', MISTAKES, ids=[f'{s}-{m.student}' for s, m in MISTAKES])
+def test_mistake_loses_points_in_every_cell_meant_to_catch_it(graded, step, mistake):
+    row = graded.rows[(step, mistake.student)]
+    points = autograded_points(step)
+    kept = [c for c in mistake.caught_by if float(row[c]) == points[c]]
+    assert row['status'] == 'graded' and mistake.caught_by and not kept, (
+        f'{mistake.student} kept full points in {kept} of {mistake.caught_by} ({row["status"]})')
 
 
-@pytest.mark.parametrize('aid, alternative', ALTERNATIVES, ids=[a.student for _, a in ALTERNATIVES])
-def test_correct_alternative_keeps_full_marks(graded, aid, alternative):
-    row = graded.rows[(aid, alternative.student)]
-    lost = [c for c, points in grade.test_cells(aid).items() if float(row[c]) < points]
+@pytest.mark.parametrize('step, alternative', ALTERNATIVES, ids=[f'{s}-{a.student}' for s, a in ALTERNATIVES])
+def test_correct_alternative_keeps_full_marks(graded, step, alternative):
+    row = graded.rows[(step, alternative.student)]
+    lost = [c for c, points in autograded_points(step).items() if float(row[c]) < points]
     assert row['status'] == 'graded' and not lost, f'{alternative.student} lost points in {lost} ({row["status"]})'
 
 
-def test_kill_matrix_is_printed_with_its_kill_rate(graded):
-    n, k = len(MISTAKES), len(ALTERNATIVES)
-    assert f'kill rate: {n}/{n} mistakes lose points where expected; {k}/{k} correct alternatives keep full marks' in graded.out
+@pytest.mark.parametrize('step', STEPS)
+def test_kill_matrix_is_printed_with_its_kill_rate(graded, step):
+    n, k = len(BANKS[step].MUTANTS), len(BANKS[step].ALTERNATIVES)
+    assert f'{step} kill matrix: ' in graded.out, graded.out[-3000:]
+    rate = graded.out.split(f'{step} kill matrix: ', 1)[1].split('kill rate: ', 1)[1].splitlines()[0]
+    assert rate == f'{n}/{n} mistakes lose points where expected; {k}/{k} correct alternatives keep full marks', rate
 
 
-def test_feedback_names_each_failed_test_and_its_message_without_hidden_test_source(graded):
-    html = (graded.course / 'feedback' / 'mask_not_sliced_to_T' / 'step4' / 'step4_attention_head.html').read_text()
-    assert 'Check that Head matches' in html, 'the feedback should show the failed test cell'
-    assert 'The size of tensor a (12) must match the size of tensor b (5)' in html, 'and its error message'
-    assert 'for i, (B_, T_, T_max, d_, hs, causal, dtype, scale, tol, what)' not in html, 'but not the hidden test source'
+@pytest.mark.parametrize('step', STEPS)
+def test_feedback_shows_each_failed_test_and_its_message_without_hidden_test_source(graded, step):
+    """For the bank's first mistake: its feedback page shows, as text, the failed test cell and the message of its error,
+    and no hidden test line."""
+    from test_generated import hidden_lines
+    from test_submissions import page_text
+
+    from course.cells import read
+
+    mistake = BANKS[step].MUTANTS[0]
+    name = notebooks(step)[0]
+    text = page_text(graded.course / 'feedback' / mistake.student / step / name.replace('.ipynb', '.html'))
+    graded_nb = read(graded.course / 'autograded' / mistake.student / step / name)
+    failed = [c for c in graded_nb.cells if c.metadata.get('nbgrader', {}).get('grade_id') == mistake.caught_by[0]][0]
+    error = next(o for o in failed.outputs if o.output_type == 'error')
+    assert failed.source.splitlines()[0] in text, 'the feedback should show the failed test cell'
+    assert error.evalue.splitlines()[0][:80] in text, 'and its error message'
+    leaked = [line for line in hidden_lines(step, name) if line in text]
+    assert not leaked, f'feedback of {mistake.student} shows hidden test lines: {leaked[:3]}'
 
 
-def test_grades_csv_has_one_row_per_student_with_every_test_cell_and_the_manual_flag(graded):
+def test_grades_csv_is_one_table_with_a_row_per_student_and_step(graded):
+    """grades.csv: one header row, then one row per student of the gradebook and step, readable by csv (and so pandas and
+    a spreadsheet); grades-total.csv: one row per student, a column per step and the total."""
+    with open(graded.course / 'grades.csv', newline='') as f:
+        lines = list(csv.reader(f))
+    header, body = lines[0], lines[1:]
+    assert header[:5] == ['student_id', 'last_name', 'first_name', 'email', 'step'] and header not in body
+    assert all(len(r) == len(header) for r in body), 'every row has the header\'s columns'
     students = {s for _, s in graded.rows}
-    assert len(graded.rows) == len(students), 'one row per student'
-    row = graded.rows[('step4', 'perfect')]
-    assert set(grade.test_cells('step4')) <= set(row) and 'needs_manual_grading' in row and 'status' in row
+    assert len(body) == len(students) * len(STEPS), f'{len(body)} rows for {len(students)} students and {len(STEPS)} steps'
+    with open(graded.course / 'grades-total.csv', newline='') as f:
+        totals = list(csv.DictReader(f))
+    assert len(totals) == len(students) and all(step in totals[0] for step in STEPS)
+    for t in totals:
+        assert abs(float(t['total']) - sum(float(t[step]) for step in STEPS)) < 1e-9, t
+
+
+def test_scores_and_late_penalty_are_those_of_nbgraders_own_export(graded, tmp_path):
+    """A copy of the graded gradebook, with a late penalty on one submission and a student who submitted nothing: our
+    export's raw_score, late_submission_penalty and score equal nbgrader's CsvExportPlugin's for every student and step."""
+    from nbgrader.api import Gradebook
+
+    course = tmp_path / 'course'
+    shutil.copytree(graded.course, course, ignore=shutil.ignore_patterns('autograded', 'feedback', 'submitted'))
+    step = STEPS[0]
+    with Gradebook(f'sqlite:///{course / "gradebook.db"}') as gb:
+        sub = gb.find_submission(step, 'perfect')
+        sub.late_submission_penalty = 2.5
+        gb.db.commit()
+        gb.update_or_create_student('never_submitted')
+    runner.export(course / 'ours.csv', course)
+    done = runner.run('export', '--ExportApp.plugin_class=nbgrader.plugins.CsvExportPlugin', '--to=theirs.csv', cwd=course)
+    assert (course / 'theirs.csv').exists(), done.stdout + done.stderr
+    with open(course / 'ours.csv', newline='') as f:
+        ours = {(r['step'], r['student_id']): r for r in csv.DictReader(f)}
+    with open(course / 'theirs.csv', newline='') as f:
+        theirs = {(r['assignment'], r['student_id']): r for r in csv.DictReader(f)}
+    assert set(ours) == set(theirs), 'the same students and steps (from the gradebook)'
+    differ = [(k, c, ours[k][c], theirs[k][c]) for k in theirs for c in ('raw_score', 'late_submission_penalty', 'score')
+              if float(ours[k][c]) != float(theirs[k][c] or 0)]
+    assert not differ, differ
+    late = ours[(step, 'perfect')]
+    assert float(late['score']) == float(late['raw_score']) - 2.5 and ours[(step, 'never_submitted')]['status'] == 'not submitted'
 
 
 def test_grades_are_those_of_plain_serial_nbgrader_autograde(graded, plain):
-    """tools/grade.py (warm kernels, --jobs at a time, sandboxed, with its repairs and out-of-process checks) gives every
-    demo student the score that plain serial `nbgrader autograde` gives, in every test cell."""
+    """course.grade (warm kernels, --jobs at a time, sandboxed, with its repairs and out-of-process checks) gives a handful
+    of demo students per step the score that plain serial `nbgrader autograde` gives, in every test cell."""
     missing = [key for key, cells in plain.items() if cells is None]
     assert not missing, f'plain nbgrader did not grade {missing}'
     differ = [(key, cell, float(graded.rows[key][cell]), score)
               for key, cells in plain.items() for cell, score in cells.items() if float(graded.rows[key][cell]) != score]
-    assert len(plain) >= 40 and not differ, f'(assignment, student), cell, ours, plain nbgrader: {differ}'
+    assert len(plain) >= 2 * len(STEPS), f'plain nbgrader graded only {sorted(plain)}'
+    assert not differ, f'(step, student), cell, ours, plain nbgrader: {differ}'
+    assert any(cells and any(s == 0 for s in cells.values()) for cells in plain.values()), 'the sample holds a lost point'

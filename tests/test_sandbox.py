@@ -1,9 +1,11 @@
-"""The grading kernel's sandbox: each test runs student code in it, as nbgrader autograde does, in a fake course in
-tmp_path, and checks one guarantee, twice: in a kernel started cold in a sandbox of its own (tools/sandbox.py), and in a
-warm kernel forked by a kernel server (tools/warm.py, what tools/grade.py uses). Every test also checks that nothing it
-started is left running."""
+"""The grading kernel's sandbox: each test runs student code in it, as nbgrader autograde does, in a fake course, and
+checks one guarantee, twice: in a kernel started cold in a sandbox of its own (course.sandbox), and in a warm kernel
+forked by a kernel server (course.warm, what course.grade uses). One fake course and one warm server serve a whole module
+(each test gets a student folder of its own, as each submission does); every test also checks that nothing it started is
+left running."""
 
 import contextlib
+import itertools
 import os
 import shutil
 import signal
@@ -22,22 +24,13 @@ import pytest
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute
-from traitlets.config.loader import KVArgParseConfigLoader
 
-import sandbox
-import warm
-from conftest import ROOT, ensure_sandbox, running
-from course import assignments, notebooks
+from conftest import NO_SANDBOX, can_sandbox, running
+from course import policy, runner, sandbox, warm
+from course.layout import ROOT, notebooks, steps
 
 SECRET = 'SOLUTION-ONLY-IN-SOURCE'
-
-
-@pytest.fixture(scope='module', autouse=True)
-def bwrap():
-    """Install bubblewrap if it is missing; skip only if that fails."""
-    if not ensure_sandbox():
-        pytest.skip('no sandbox: bubblewrap is missing and `apt-get install -y bubblewrap` failed, '
-                    'or bwrap cannot create namespaces on this machine')
+pytestmark = pytest.mark.skipif(not can_sandbox(), reason=NO_SANDBOX)
 
 
 def soon(condition, seconds=5):
@@ -48,14 +41,9 @@ def soon(condition, seconds=5):
     return condition()
 
 
-@pytest.fixture(params=['cold', 'warm'])
-def course(request, tmp_path, monkeypatch):
-    """A fake course (source/, gradebook.db, another student's work, input.txt) and the sandbox set up as for nbgrader,
-    with cold kernels or a warm kernel server; cwd is autograded/alice/hw/. args(folder) gives the (flags, env) of one
-    more nbgrader process; left() the processes started from the course that are still running (the server aside). On
-    teardown (the server stopped), no process started from it may be left."""
-    root = tmp_path / 'course'
-    for folder in ('source/hw', 'submitted/other/hw', 'autograded/other/hw', 'autograded/alice/hw'):
+def fake_course(root):
+    """source/, gradebook.db, another student's work and input.txt: what a kernel must not reach."""
+    for folder in ('source/hw', 'submitted/other/hw', 'autograded/other/hw'):
         (root / folder).mkdir(parents=True)
     (root / 'source/hw/secret.txt').write_text(SECRET)
     (root / 'submitted/other/hw/work.ipynb').write_text(SECRET)
@@ -64,25 +52,49 @@ def course(request, tmp_path, monkeypatch):
         db.execute('create table grade (student text, score real)')
     if (ROOT / 'input.txt').exists():
         shutil.copy(ROOT / 'input.txt', root / 'input.txt')
+    return root
+
+
+@pytest.fixture(scope='module', params=['cold', 'warm'])
+def kernels(request, tmp_path_factory):
+    """A fake course shared by the module's tests, and the kernels for it: cold ones, or a warm kernel server's. On
+    teardown (the server stopped), no process started from the course may be left."""
+    base = tmp_path_factory.mktemp(request.param)
+    root = fake_course(base / 'course')
     with contextlib.ExitStack() as stack:
         if request.param == 'warm':
             sock = stack.enter_context(warm.server(root))
-            args, launcher = (lambda folder: warm.nbgrader_args(sock)), ROOT / 'tools/warm.py'
+            args, launcher = (lambda folder: warm.kernel_config(sock)), 'course.warm'
         else:
-            args, launcher = sandbox.nbgrader_args, ROOT / 'tools/sandbox.py'
-        server = set(running(str(tmp_path)))  # the warm kernel server (its command line names the course)
-        flags, env = args(tmp_path / 'sandbox')
-        for key, value in env.items():
-            monkeypatch.setenv(key, value)
-        config = KVArgParseConfigLoader(flags).load_config()
-        yield SimpleNamespace(tmp=tmp_path, root=root, cwd=root / 'autograded/alice/hw', config=config, args=args,
-                              launcher=launcher, warm=request.param == 'warm',
-                              left=lambda: [line for line in running(str(tmp_path)) if line not in server])
-    soon(lambda: not running(str(tmp_path)))
-    left = running(str(tmp_path))
+            args, launcher = sandbox.kernel_config, 'course.sandbox'
+        server = set(running(str(base)))  # the warm kernel server's processes (pid and command line: it names the course)
+        yield SimpleNamespace(base=base, root=root, args=args, launcher=launcher, warm=request.param == 'warm',
+                              left=lambda: [line for line in running(str(base)) if line not in server],
+                              count=itertools.count())
+    soon(lambda: not running(str(base)))
+    left = running(str(base))
     for line in left:
         os.kill(int(line.split()[0]), signal.SIGKILL)
     assert not left, f'processes left running: {left}'
+
+
+@pytest.fixture
+def course(kernels, monkeypatch):
+    """One test's view of the shared course: cwd is autograded/<a student of its own>/hw/; args(folder) gives the
+    (Config, env) of one more nbgrader process; left() the processes started from the course still running (the server
+    aside). On teardown, none may be left."""
+    n = next(kernels.count)
+    student = f'alice{n}'
+    cwd = kernels.root / 'autograded' / student / 'hw'
+    cwd.mkdir(parents=True)
+    config, env = kernels.args(kernels.base / f'sandbox-{n}')
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    yield SimpleNamespace(base=kernels.base, root=kernels.root, cwd=cwd, student=student, config=config, args=kernels.args,
+                          launcher=kernels.launcher, warm=kernels.warm, left=kernels.left, n=n)
+    # 30 s: on a loaded machine, the 256 processes of a fork bomb take a while to die once their namespace is gone
+    left = [] if soon(lambda: not kernels.left(), 30) else kernels.left()
+    assert not left, f'processes left running after the test: {left}'
 
 
 def text(cell):
@@ -99,16 +111,18 @@ def text(cell):
 
 
 @contextmanager
-def kernel(course, timeout=20, student='alice'):
+def kernel(course, timeout=20, student=None, extra=()):
     """A sandboxed kernel started by nbgrader's Execute preprocessor as autograde configures it; yields run(source),
     which executes one cell and returns its output as text. The kernel is shut down on exit, as after a notebook.
     Another student gets a sandbox folder of their own, as each nbgrader process running at the same time does."""
     config = course.config
-    if student != 'alice':
+    if student is not None:
+        student = f'{course.student}-{student}'
         (course.root / 'autograded' / student / 'hw').mkdir(parents=True, exist_ok=True)
-        config = KVArgParseConfigLoader(course.args(course.tmp / f'sandbox-{student}')[0]).load_config()
-    ep = Execute(config=config, timeout=timeout)
-    ep.nb, ep.resources = nbformat.v4.new_notebook(), {'metadata': {'path': str(course.root / 'autograded' / student / 'hw')}}
+        config = course.args(course.base / f'sandbox-{course.n}-{student}')[0]
+    ep = Execute(config=config, timeout=timeout, **({'extra_arguments': list(extra)} if extra else {}))
+    folder = course.root / 'autograded' / (student or course.student) / 'hw'
+    ep.nb, ep.resources = nbformat.v4.new_notebook(), {'metadata': {'path': str(folder)}}
 
     def run(source):
         cell = nbformat.v4.new_code_cell(source)
@@ -121,8 +135,27 @@ def kernel(course, timeout=20, student='alice'):
         yield run
 
 
+def test_kernel_gets_the_whole_policy_and_its_extra_arguments(course):
+    """course.policy, as the kernel sees it: every resource limit, the size of each tmpfs cover, the hostname, the
+    kernel arguments, and the extra arguments nbgrader passes (which the warm launcher once dropped)."""
+    extra = '--IPKernelApp.log_level=WARN'
+    with kernel(course, extra=[extra]) as run:
+        out = run("import json, os, resource, socket, sys\n"
+                  f"names, covers = {list(policy.LIMITS)}, {[c.path for c in policy.COVERS]}\n"
+                  "limits = {n: resource.getrlimit(getattr(resource, 'RLIMIT_' + n.upper()))[0] for n in names}\n"
+                  "sizes = {p: os.statvfs(p).f_blocks * os.statvfs(p).f_frsize for p in covers}\n"
+                  "print(json.dumps({'limits': limits, 'sizes': sizes, 'host': socket.gethostname(), 'argv': sys.argv}))")
+    import json
+
+    seen = json.loads(out)
+    assert seen['limits'] == policy.LIMITS, seen['limits']
+    assert seen['sizes'] == {c.path: c.size for c in policy.COVERS}, seen['sizes']
+    assert seen['host'] == policy.HOSTNAME
+    assert set(policy.KERNEL_ARGS) <= set(seen['argv']) and extra in seen['argv'], seen['argv']
+
+
 def test_writes_only_its_own_folder(course):
-    real = ROOT / f'pwned-{course.tmp.name}.txt'  # in the real course root, removed even if the sandbox fails
+    real = ROOT / f'pwned-{course.base.name}-{course.n}.txt'  # in the real course root, removed even if the sandbox fails
     targets = ['../../../pwned.txt', '../../other/hw/work.ipynb', '../../../source/hw/secret.txt',
                f'{course.root}/pwned.txt', str(real), '/usr/pwned.txt', '/pwned.txt']
     try:
@@ -148,7 +181,7 @@ def test_cannot_read_source_gradebook_or_other_students(course):
     targets = [course.root / name for name in ('source/hw/secret.txt', 'gradebook.db', 'submitted/other/hw/work.ipynb',
                                                'autograded/other/hw/work.ipynb')]
     targets += [ROOT / 'nbgrader_config.py',
-               *(ROOT / 'source' / aid / name for aid in assignments() for name in notebooks(aid))]
+               *(ROOT / 'source' / aid / name for aid in steps() for name in notebooks(aid))]
     with kernel(course) as run:
         out = run(f"import os\nprint(sorted(os.listdir('{course.root}')))\n"
                   f"for path in {[str(t) for t in targets]}:\n"
@@ -161,27 +194,30 @@ def test_cannot_read_source_gradebook_or_other_students(course):
 
 
 def test_has_no_network(course):
+    """A listener really waits on the host's loopback (this test reaches it first, to prove it does); the kernel's
+    attempt to reach it is refused, and the listener accepts nothing more."""
     with socket.create_server(('127.0.0.1', 0)) as server:
         port = server.getsockname()[1]
+        socket.create_connection(('127.0.0.1', port), timeout=3).close()
+        server.accept()[0].close()  # reachable from outside the sandbox
         with kernel(course) as run:
             out = run("import socket\n"
-                      f"for host in ['127.0.0.1', '1.1.1.1']:\n"
-                      "    try:\n"
-                      f"        socket.create_connection((host, {port}), timeout=3)\n"
-                      "        print('connected', host)\n"
-                      "    except OSError as e:\n"
-                      "        print('refused', host, type(e).__name__, e.strerror)")
+                      "try:\n"
+                      f"    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+                      "    print('connected')\n"
+                      "except OSError as e:\n"
+                      "    print('refused', type(e).__name__, e.strerror)")
         server.setblocking(False)
         with pytest.raises(BlockingIOError):
-            server.accept()  # nobody connected to the host's loopback
-    assert 'connected' not in out and 'refused 127.0.0.1' in out and 'refused 1.1.1.1' in out, out
+            server.accept()  # nobody from the sandbox connected to the host's loopback
+    assert out.startswith('refused'), out
 
 
 def test_memory_bomb_gets_memory_error_and_the_kernel_goes_on(course):
     with kernel(course) as run:
         out = run("hog = []\n"  # bytes(n) is calloc, fast: counted at once, in RAM once touched; stops at twice the limit
                   "try:\n"
-                  f"    while len(hog) < {sandbox.LIMITS['data'] >> 27}:\n"
+                  f"    while len(hog) < {policy.LIMITS['data'] >> 27}:\n"
                   "        hog.append(bytes(256 << 20))\n"
                   "    print('no limit')\n"
                   "except MemoryError:\n"
@@ -189,15 +225,15 @@ def test_memory_bomb_gets_memory_error_and_the_kernel_goes_on(course):
                   "del hog")
         assert run("print('alive')") == 'alive\n'
     mib = int(out.split()[2])
-    assert out.startswith('MemoryError after') and 2048 <= mib < sandbox.LIMITS['data'] >> 20, out
+    assert out.startswith('MemoryError after') and 2048 <= mib < policy.LIMITS['data'] >> 20, out
 
 
 def test_fork_bomb_is_capped_does_not_hinder_another_sandbox_and_dies_with_the_kernel(course):
-    with kernel(course) as run:
+    with kernel(course, timeout=90) as run:  # 256 forks of a kernel with torch loaded: slow on a loaded machine
         out = run("import os, time\n"  # stops at the limit + 50 if there is none, not to harm the machine
                   "children = []\n"
                   "try:\n"
-                  f"    while len(children) < {sandbox.LIMITS['nproc'] + 50}:\n"
+                  f"    while len(children) < {policy.LIMITS['nproc'] + 50}:\n"
                   "        pid = os.fork()\n"
                   "        if pid == 0:\n"
                   "            time.sleep(1000)\n"
@@ -208,7 +244,7 @@ def test_fork_bomb_is_capped_does_not_hinder_another_sandbox_and_dies_with_the_k
         assert len(course.left()) > 100  # the forks are there, until the kernel is shut down
         with kernel(course, student='bob') as other:  # graded at the same time: the cap is per sandbox
             assert other("import torch\nprint(torch.ones(2, 2).sum().item())") == '4.0\n'
-    assert out.startswith('stopped after') and int(out.split()[2]) < sandbox.LIMITS['nproc'] and 'BlockingIOError' in out, out
+    assert out.startswith('stopped after') and int(out.split()[2]) < policy.LIMITS['nproc'] and 'BlockingIOError' in out, out
 
 
 def test_double_forked_daemon_dies_with_the_kernel(course):
@@ -259,7 +295,7 @@ def test_loop_that_ignores_sigint_is_killed(course):
 
 
 def test_nbgrader_autograde_runs_the_course_notebook_in_the_sandbox(course):
-    """nbgrader autograde with sandbox.nbgrader_args() in a copy of the course: the solution gets every autograded point,
+    """nbgrader autograde with the sandbox's kernel Config in a copy of the course: the solution gets every autograded point,
     and a cell appended to it shows it ran in the sandbox, and that the traps it left for nbgrader, which writes and chmods
     files in its folder after the kernel, did not work: its notebook made a fifo (writing it would block), and a link to
     gradebook.db (chmod 444 would follow it)."""
@@ -270,35 +306,28 @@ def test_nbgrader_autograde_runs_the_course_notebook_in_the_sandbox(course):
     (course.root / 'gradebook.db').unlink()
     probe = ("import glob, os, socket\nnb = glob.glob('*.ipynb')[0]\nos.remove(nb)\nos.mkfifo(nb)\n"
              "os.symlink('../../../gradebook.db', 'link')\nprint(socket.gethostname(), os.path.exists('../../../gradebook.db'))")
-    for aid in assignments():
-        for name in notebooks(aid):
-            nb = nbformat.read(ROOT / 'notebooks' / name, as_version=4)
-            nb.cells.append(nbformat.v4.new_code_cell(probe))
-            (course.root / 'submitted/alice' / aid).mkdir(parents=True, exist_ok=True)
-            nbformat.write(nb, course.root / 'submitted/alice' / aid / name)
-    flags, env = course.args(course.tmp / 'sandbox')
-    env = {**os.environ, **env, 'PATH': f'{Path(sys.executable).parent}{os.pathsep}{os.environ["PATH"]}',
-           'PYTHONPATH': str(ROOT / 'tools')}  # as course.nbgrader() runs nbgrader
-
-    def nbgrader(*args):
-        done = subprocess.run([sys.executable, '-m', 'nbgrader', *args, '--force'], cwd=course.root, env=env,
-                              capture_output=True, text=True, timeout=180)
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done
-
-    for aid in assignments():
-        nbgrader('generate_assignment', aid, '--CourseDirectory.release_directory=.build/release')
-        mode = (course.root / 'gradebook.db').stat().st_mode
-        done = nbgrader('autograde', aid, '--student=alice', *flags)
-        assert (course.root / 'gradebook.db').stat().st_mode == mode
-        with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
-            sub = gb.find_submission(aid, 'alice')
-            assert sub.code_score == sub.max_code_score > 0, done.stderr
-        for name in notebooks(aid):
-            nb = nbformat.read(course.root / 'autograded/alice' / aid / name, as_version=4)
-            assert text(nb.cells[-1]) == 'sandbox False\n', done.stderr
-            assert nb.metadata.kernelspec.name not in (sandbox.NAME, warm.NAME)  # feedback opens with the students' kernel
-        assert not (course.root / 'autograded/alice' / aid / 'link').exists()
+    step = steps()[0]  # the sandbox's work with nbgrader does not depend on the step
+    for name in notebooks(step):
+        nb = nbformat.read(ROOT / 'notebooks' / name, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(probe))
+        (course.root / 'submitted/alice' / step).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, course.root / 'submitted/alice' / step / name)
+    extra = runner.merged(course.config)
+    extra.CourseDirectory.release_directory = '.build/release'
+    api = runner.api(extra, course.root)
+    assert api.generate_assignment(step, force=True)['success']
+    mode = (course.root / 'gradebook.db').stat().st_mode
+    done = api.autograde(step, 'alice', force=True, create=True)
+    log = done.get('log', '') + done.get('error', '')
+    assert (course.root / 'gradebook.db').stat().st_mode == mode
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+        sub = gb.find_submission(step, 'alice')
+        assert sub.code_score == sub.max_code_score > 0, log
+    for name in notebooks(step):
+        nb = nbformat.read(course.root / 'autograded/alice' / step / name, as_version=4)
+        assert text(nb.cells[-1]) == f'{policy.HOSTNAME} False\n', log
+        assert nb.metadata.kernelspec.name not in (sandbox.NAME, warm.NAME)  # feedback opens with the students' kernel
+    assert not (course.root / 'autograded/alice' / step / 'link').exists()
 
 
 def test_launcher_refuses_a_folder_it_should_not_expose(course, tmp_path):
@@ -306,8 +335,10 @@ def test_launcher_refuses_a_folder_it_should_not_expose(course, tmp_path):
     shared = tmp_path / 'shared'
     shared.mkdir()
     (shared / 'other-kernel.json').write_text('{}')
-    for cwd, conn in ((ROOT, course.tmp / 'sandbox/runtime/kernel.json'), (course.cwd, shared / 'kernel.json')):
-        done = subprocess.run([sys.executable, course.launcher, conn], cwd=cwd, capture_output=True, text=True)
+    made = Path(course.config.KernelManager.connection_file)  # a folder kernel_config() made, but the course root as cwd
+    for cwd, conn in ((ROOT, made), (course.cwd, shared / 'kernel.json')):
+        done = subprocess.run([sys.executable, '-P', '-m', course.launcher, conn], cwd=cwd, capture_output=True, text=True,
+                              env=runner.env())
         assert done.returncode and 'sandbox: refusing to start' in done.stderr, done.stderr
     assert (shared / 'other-kernel.json').exists()
 
@@ -344,7 +375,7 @@ def test_kernel_runs_as_a_user_of_its_own_without_capabilities_or_the_servers_so
                   "print(os.getuid(), socks, caps)")
     uid, rest = out.split(maxsplit=1)
     assert rest.strip() == "[] ['0000000000000000', '0000000000000000', '0000000000000000']", out
-    assert os.geteuid() != 0 or int(uid) >= sandbox.UID_BASE, out  # as root, a user of its own
+    assert os.geteuid() != 0 or int(uid) >= policy.UID_BASE, out  # as root, a user of its own
 
 
 def test_links_and_fifos_the_kernel_leaves_are_removed_before_nbgrader_writes(course):
@@ -376,10 +407,10 @@ def test_warm_kernels_run_for_a_course_outside_tmp(tmp_path, monkeypatch):
         (root / 'autograded/alice/hw').mkdir(parents=True)
         (root / 'input.txt').write_text('to be, or not to be')
         with warm.server(root) as sock:
-            flags, env = warm.nbgrader_args(sock)
+            config, env = warm.kernel_config(sock)
             for key, value in env.items():
                 monkeypatch.setenv(key, value)
-            course = SimpleNamespace(root=root, config=KVArgParseConfigLoader(flags).load_config())
+            course = SimpleNamespace(root=root, config=config, student='alice')
             with kernel(course) as run:
                 out = run("import os\nprint(open('../../../input.txt').read())\nopen('answer.txt', 'w').write('42')\n"
                           "for path in ('../../../input.txt', '../../../pwned.txt'):\n"

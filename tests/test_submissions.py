@@ -1,41 +1,58 @@
-"""Damaged, broken and hostile submissions (tests/corpus.py), graded in one batch with the demo class by the real command:
-each gets its status and points, clean students' grades do not move, nothing outside a student's folder changes, and no
-process a student started is left running."""
+"""Damaged, broken and hostile submissions (tests/corpus.py), graded on every step in one batch with the demo class by the
+real command: each gets its status and points, clean students' grades do not move, nothing outside a student's folder
+changes, no process a student started is left running, and the hostile network attempt never reaches a real listener."""
 
 import os
 import sqlite3
 
 import pytest
-from classroom import AID, CLEAN, snapshot
-from corpus import CASES, MARK, Case
 
-from conftest import ROOT, running
-from course import notebooks
+from conftest import running
+from corpus import MARK, cases, expected_status
+from course.cells import read
+from course.layout import ROOT, notebooks, steps
 
-NAME = notebooks(AID)[0]
+CASES = [(step, c) for i, step in enumerate(steps()) for c in cases() if c.every_step or i == 0]
 
 
-@pytest.mark.parametrize('case', CASES, ids=[c.student for c in CASES])
-def test_case_gets_its_expected_status_and_points(graded, case: Case):
-    if case not in graded.cases:
+@pytest.mark.parametrize('step, case', CASES, ids=[f'{s}-{c.student}' for s, c in CASES])
+def test_case_gets_its_expected_status_and_points(graded, step, case):
+    if case.student not in {c.student for c in graded.cases[step]}:
         pytest.skip('needs the bubblewrap sandbox, which this machine cannot run')
-    row = graded.rows[(AID, case.student)]
-    expected = row['autograded_max'] if case.points == 'full' else row['autograded'] if case.points is None else case.points
-    assert row['status'].startswith(case.status) and float(row['autograded']) == float(expected), (
-        f"{case.student}: expected status {case.status!r}... and {expected} points; got {row['status']!r} and "
-        f"{row['autograded']} (see {graded.course}/.build/logs/{AID}/{case.student}.log)")
+    row = graded.rows[(step, case.student)]
+    status = expected_status(case, read(ROOT / 'release' / step / notebooks(step)[0]))
+    if case.points == 'full':
+        points_ok = float(row['autograded']) == float(row['autograded_max'])
+    elif case.points is None:  # timing decides: only a sane number
+        points_ok = 0 <= float(row['autograded']) <= float(row['autograded_max'])
+    else:
+        points_ok = float(row['autograded']) == case.points
+    assert row['status'].startswith(status) and points_ok, (
+        f"{case.student}: expected status {status!r}... and {case.points} points; got {row['status']!r} and "
+        f"{row['autograded']}/{row['autograded_max']} (see {graded.course}/.build/logs/{step}/{case.student}.log)")
 
 
 def test_clean_students_grades_are_those_of_a_clean_run(graded):
-    assert {s: graded.rows[(AID, s)] for s in CLEAN} == graded.alone
+    def same(row):
+        return {k: v for k, v in row.items() if k != 'timestamp'}
+
+    differ = {key: (graded.rows[key]['status'], graded.rows[key]['autograded'], row['status'], row['autograded'])
+              for key, row in graded.alone.items() if same(graded.rows[key]) != same(row)}
+    assert graded.alone and not differ, differ
 
 
 def test_nothing_outside_the_students_folders_changed(graded):
-    assert snapshot(graded.course) == graded.before
+    assert snapshot_equal(graded)
     assert not (graded.course / 'pwned.txt').exists() and not (graded.course.parent / 'pwned.txt').exists()
     db = sqlite3.connect(graded.course / 'gradebook.db')
     tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
     assert 'pwned' not in tables, 'student code created a table in the gradebook'
+
+
+def snapshot_equal(graded):
+    from classroom import snapshot
+
+    return snapshot(graded.course) == graded.before
 
 
 def test_no_process_started_by_student_code_is_still_running(graded):
@@ -43,14 +60,48 @@ def test_no_process_started_by_student_code_is_still_running(graded):
     assert not left, 'left running:\n' + '\n'.join(left)
 
 
+def test_the_network_attempt_met_a_real_listener_and_did_not_reach_it(graded, listener):
+    """The hostile submission connects to a port where a listener really waits on the host's loopback: in the sandbox the
+    connection is refused (no network), and the listener never accepts anything."""
+    step = steps()[0]
+    if 'hostile_touches_the_course' not in {c.student for c in graded.cases[step]}:
+        pytest.skip('needs the bubblewrap sandbox, which this machine cannot run')
+    port, accepted = listener
+    nb = read(graded.course / 'autograded' / 'hostile_touches_the_course' / step / notebooks(step)[0])
+    printed = ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []))
+    assert 'network refused' in printed and 'network reached' not in printed, printed[-2000:]
+    assert not accepted(), f'something reached the listener on 127.0.0.1:{port}'
+
+
+def page_text(path):
+    """A feedback page's text as a reader sees it: tags (the syntax highlighting splits every line) removed, entities
+    decoded; so that a leaked line would appear verbatim."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r'<[^>]+>', '', path.read_text()))
+
+
 def test_hidden_tests_never_reach_feedback(graded):
-    """Neither nbgrader's feedback nor a student who tries to read source/ may show the hidden tests' source."""
-    source = (ROOT / 'source' / AID / NAME).read_text()
-    secrets = ['cases = [  # (B, T, T_max, d, head_size', 'for i, (B_, T_, T_max, d_, hs, causal, dtype, scale, tol, what)']
-    assert all(s in source for s in secrets), 'the hidden tests changed: update these lines'
-    leaks = {page.parent.parent.name: [s for s in secrets if s in page.read_text()]
-             for page in (graded.course / 'feedback').glob(f'*/{AID}/*.html')}
-    assert not any(leaks.values()), f'feedback shows hidden test lines: {leaks}'
+    """No feedback page of any student of any step shows a line of a hidden test; each page does show its visible tests'
+    first lines (the search would find a leaked line)."""
+    from test_generated import hidden_lines
+
+    leaks, pages = {}, 0
+    for step in steps():
+        for name in notebooks(step):
+            secret = hidden_lines(step, name)
+            assert secret, f'{step}/{name} has no hidden test lines to look for'
+            visible = [c.source.splitlines()[0] for c in read(ROOT / 'release' / step / name).cells if c.cell_type == 'code'
+                       and c.get('metadata', {}).get('nbgrader', {}).get('grade')]
+            for page in (graded.course / 'feedback').glob(f'*/{step}/{name.replace(".ipynb", ".html")}'):
+                text = page_text(page)
+                assert all(line in text for line in visible), f'{page}: the visible tests are not found as text'
+                pages += 1
+                found = [line for line in secret if line in text]
+                if found:
+                    leaks[f'{page.parent.parent.name}/{step}'] = found[:3]
+    assert pages and not leaks, f'feedback shows hidden test lines: {leaks}'
 
 
 def test_the_sandbox_is_on_or_a_warning_says_it_is_off(graded):
@@ -58,6 +109,8 @@ def test_the_sandbox_is_on_or_a_warning_says_it_is_off(graded):
 
 
 def test_the_class_was_graded_with_warm_kernels_where_they_can_run(graded):
-    """The fast path is what graded the corpus above: warm kernels, in the sandbox (as root, where they can run)."""
+    """The fast path is what graded the corpus above (as root, in the sandbox), and every results record says so."""
     warm = graded.sandboxed and os.geteuid() == 0
     assert ('grading with warm kernels' in graded.out) == warm, graded.out[-2000:]
+    kinds = {r['kernel'] for r in graded.rows.values() if r['status'] != 'not submitted'}
+    assert kinds == {'warm' if warm else 'cold' if graded.sandboxed else 'unsandboxed'}, kinds

@@ -2,14 +2,13 @@
 
 from nbclient import NotebookClient
 
-from conftest import ROOT, read
-from course import nbgrader, role
-
-STUB = "NotImplementedError('replace this line with your code')"
+from course import runner
+from course.cells import STUB_ERROR, read, role
+from course.layout import ROOT
 
 
 def validate(path, *flags):
-    return nbgrader('validate', *flags, str(path), check=False)
+    return runner.run('validate', *flags, str(path), check=False)
 
 
 def test_source_and_solution_pass_nbgrader_validate(notebook):
@@ -36,6 +35,6 @@ def test_untouched_release_fails_each_test_only_for_the_missing_work(notebook):
     for cell in nb.cells:
         if role(cell) == 'test':
             errors = [o for o in cell.outputs if o.output_type == 'error']
-            if not errors or f"{errors[0].ename}('{errors[0].evalue}')" != STUB:
+            if not errors or f"{errors[0].ename}('{errors[0].evalue}')" != STUB_ERROR:
                 wrong[cell.metadata.nbgrader.grade_id] = [(o.ename, o.evalue) for o in errors] or 'passed'
-    assert not wrong, f'release test cells that do not fail with {STUB}: {wrong}'
+    assert not wrong, f'release test cells that do not fail with {STUB_ERROR}: {wrong}'

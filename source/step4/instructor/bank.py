@@ -117,3 +117,23 @@ ALTERNATIVES = [
                                              'sv = torch.linalg.svdvals(S)\n'
                                              '    return int((sv > sv[0] * 1e-5).sum())'),)),
 ]
+
+
+# Optional, for the hostile corpus (tests/corpus.py): code that defines this step's names with every shape right and every
+# number wrong. A hostile submission puts it after patching torch or silencing tracebacks: it must still score 0.
+FAKE = '''
+class Head(nn.Module):
+    """A fake: every shape right, every number wrong."""
+
+    def __init__(self, d, head_size, T_max, causal=True):
+        super().__init__()
+        self.key = nn.Linear(d, head_size, bias=False)
+        self.query = nn.Linear(d, head_size, bias=False)
+        self.value = nn.Linear(d, head_size, bias=False)
+        self.register_buffer('tril', torch.tril(torch.ones(T_max, T_max)))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        self.A = (self.tril[:T, :T] / self.tril[:T, :T].sum(-1, keepdim=True)).expand(B, T, T)
+        return torch.zeros(B, T, self.value.out_features)
+'''

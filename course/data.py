@@ -1,16 +1,19 @@
-"""Put a verified Tiny Shakespeare at input.txt: copy it from --from PATH, or download it from course.toml's URL."""
+"""Put a verified Tiny Shakespeare at input.txt: copy it from --from PATH, or download it from course.toml's URL.
+
+  python -m course.data [--from PATH] [--dest PATH]   (make data)
+"""
 
 import argparse
 import hashlib
 import http.client
 import shutil
 import sys
-import tomllib
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = tomllib.loads((ROOT / 'course.toml').read_text())['data']
+from course.layout import ROOT, settings
+
+DATA = settings()['data']
 
 
 def sha256(path):
@@ -42,7 +45,8 @@ def fetch(dest, source=None, url=DATA['url'], want=DATA['sha256']):
 
 
 if __name__ == '__main__':
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(prog='python -m course.data', description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--from', dest='source', help='a local copy to copy instead of downloading')
     ap.add_argument('--dest', default=ROOT / 'input.txt')
     args = ap.parse_args()

@@ -1,16 +1,18 @@
-"""nbgrader preprocessors this course adds: out-of-process checks, output capped by lines and characters, and feedback
-without hidden test lines."""
+"""nbgrader preprocessors this course adds (nbgrader_config.py puts them in nbgrader's pipelines): out-of-process checks
+(AddProbe, JudgeProbe), output capped by lines and characters (CapOutput), feedback without hidden test lines
+(TestMessagesOnly), and nbgrader's Execute that records why a notebook's execution stopped (RecordedExecute)."""
 
 import contextlib
 from pathlib import Path
 
 import nbformat
 import numpy as np
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Integer
 
-import sandbox
-from course import instructor_module, role
+from course.cells import role
+from course.layout import instructor_module
+from course.sandbox import sanitize
 
 PROBE_IN, PROBE_OUT = '_probe_in.npz', '_probe_out.npz'  # next to the notebook being graded
 
@@ -83,7 +85,7 @@ class JudgeProbe(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         folder = Path(resources['metadata']['path'])
-        sandbox.sanitize(folder)  # no link or fifo the student left may steer what nbgrader reads or writes here
+        sanitize(folder)  # no link or fifo the student left may steer what nbgrader reads or writes here
         checks = checks_for(resources['nbgrader']['assignment'])
         if not checks:
             return nb, resources
@@ -107,3 +109,20 @@ class JudgeProbe(NbGraderPreprocessor):
             with contextlib.suppress(OSError):
                 (folder / name).unlink()
         return nb, resources
+
+
+# Why the last notebook executed in this process stopped: the name of the exception that stopped it (DeadKernelError,
+# CellTimeoutError...), or None. course.grading clears it before each submission and records it with the result.
+STOPPED = {'error': None}
+
+
+class RecordedExecute(Execute):
+    """nbgrader's Execute, which also records in STOPPED the exception that stopped a notebook (nbgrader only logs it)."""
+
+    def preprocess(self, nb, resources=None, km=None):
+        STOPPED['error'] = None
+        try:
+            return super().preprocess(nb, resources, km)
+        except Exception as e:
+            STOPPED['error'] = type(e).__name__
+            raise

@@ -1,27 +1,33 @@
 """Benchmark grading (not a test): seconds per submission for a class, and ratios measured in the same run.
 
-  python tools/benchmark.py                  the demo class, graded by tools/grade.py (default --jobs)
-  python tools/benchmark.py --size 60 --plain --serial   (make bench) a class of 60: the demo class repeated (perfect,
+  python -m course.benchmark                  the demo class, graded by python -m course.grade (default --jobs)
+  python -m course.benchmark --size 60 --plain --serial   (make bench) a class of 60: the demo class repeated (perfect,
         blank, mistakes, alternatives), 3 slow ones (a cell sleeps 5 s); also timed: plain serial nbgrader, and
-        tools/grade.py --jobs 1. Each command is compared with plain nbgrader doing the same work (autograde alone, or
+        course.grade --jobs 1. Each command is compared with plain nbgrader doing the same work (autograde alone, or
         autograde and feedback), and its grades with plain nbgrader's.
 """
 
 import argparse
 import copy
 import os
+import platform
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
+from pathlib import Path
 
 import nbformat
+import psutil
 from nbgrader.api import Gradebook, MissingEntry
 
-from course import assignments, copy_course, nbgrader, nbgrader_env, notebooks, role
-from grade import DEMO_MARK, demo_class, solved, write_class
+from course import runner
+from course.cells import role
+from course.demo import DEMO_MARK, demo_class, solved, write_class
+from course.layout import ROOT, copy_course, notebooks, steps
 
 
 def slow(nb):
@@ -42,14 +48,24 @@ def make_class(size):
         student, work = base[i % len(base)]
         out[f'{student}_{i}'] = work
     for i in range(0, size, 20):  # one slow submission in every 20
-        out[f'slow_{i}'] = {aid: {name: slow(solved(aid, name)) for name in notebooks(aid)} for aid in assignments()}
+        out[f'slow_{i}'] = {aid: {name: slow(solved(aid, name)) for name in notebooks(aid)} for aid in steps()}
         del out[next(iter(k for k in out if not k.startswith('slow_')))]
     return out
 
 
+def stamp():
+    """When, on what code and on what machine the figures below were measured."""
+    commit = subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    cpu = next((line.split(':', 1)[1].strip() for line in Path('/proc/cpuinfo').read_text().splitlines()
+                if line.startswith('model name')), platform.processor())
+    load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
+    return (f'measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, commit {commit or "?"}, {platform.node()}: '
+            f'{os.cpu_count()} x {cpu}, {psutil.virtual_memory().total / 2**30:.0f} GiB, load average before {load}')
+
+
 def timed(cmd, cwd):
     start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=nbgrader_env())
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=runner.env(cwd))
     if done.returncode:
         sys.exit(f'benchmark: {" ".join(map(str, cmd))} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}')
     return time.perf_counter() - start
@@ -77,18 +93,19 @@ def reset(course):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog='python -m course.benchmark', description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--size', type=int, default=0, help='students in the class (default: the demo class as it is)')
     ap.add_argument('--plain', action='store_true',
                     help='also time plain serial `nbgrader autograde`, then `nbgrader generate_feedback`, on the same class')
-    ap.add_argument('--serial', action='store_true', help='also time tools/grade.py --jobs 1')
-    ap.add_argument('--cold', action='store_true', help='also time tools/grade.py --cold (a kernel started from scratch each)')
+    ap.add_argument('--serial', action='store_true', help='also time course.grade --jobs 1')
+    ap.add_argument('--cold', action='store_true', help='also time course.grade --cold (a kernel started from scratch each)')
     args = ap.parse_args()
     # (name, what it does: 'autograde' alone or 'with feedback', argv or None for a plain nbgrader run)
-    plan = [('tools/grade.py --no-feedback --jobs 1', 'autograde', ['--no-feedback', '--jobs', '1'])] * args.serial
-    plan += [('tools/grade.py --no-feedback', 'autograde', ['--no-feedback'])]
-    plan += [('tools/grade.py --cold', 'with feedback', ['--cold'])] * args.cold
-    plan += [('tools/grade.py (make grade)', 'with feedback', [])]
+    plan = [('course.grade --no-feedback --jobs 1', 'autograde', ['--no-feedback', '--jobs', '1'])] * args.serial
+    plan += [('course.grade --no-feedback', 'autograde', ['--no-feedback'])]
+    plan += [('course.grade --cold', 'with feedback', ['--cold'])] * args.cold
+    plan += [('course.grade (make grade)', 'with feedback', [])]
     with tempfile.TemporaryDirectory() as tmp:
         course = copy_course(tmp)
         cls = make_class(args.size)
@@ -99,18 +116,21 @@ def main():
         runs, results, plain = {}, {}, {}
         if args.plain:
             reset(course)
-            nbgrader('generate_assignment', *assignments(), '--force', '--CourseDirectory.release_directory=.build/release',
-                     cwd=course)
-            plain['autograde'] = timed([sys.executable, '-m', 'nbgrader', 'autograde', *assignments(), '--force'], course)
+            for aid in steps():
+                runner.run('generate_assignment', aid, '--force', '--CourseDirectory.release_directory=.build/release',
+                           cwd=course)
+            plain['autograde'] = sum(timed([sys.executable, '-m', 'nbgrader', 'autograde', aid, '--force'], course)
+                                     for aid in steps())
             results['plain nbgrader'] = grades(course, cls)
             plain['with feedback'] = plain['autograde'] + sum(
-                timed([sys.executable, '-m', 'nbgrader', 'generate_feedback', aid, '--force'], course) for aid in assignments())
+                timed([sys.executable, '-m', 'nbgrader', 'generate_feedback', aid, '--force'], course) for aid in steps())
             runs['plain serial nbgrader autograde'] = 'autograde', plain['autograde']
             runs['plain serial ... + generate_feedback'] = 'with feedback', plain['with feedback']
         for name, kind, flags in plan:
             reset(course)
-            runs[name] = kind, timed([sys.executable, 'tools/grade.py', *flags], course)
+            runs[name] = kind, timed([sys.executable, '-m', 'course.grade', *flags], course)
             results[name] = grades(course, cls)
+    print(stamp())
     print(f'{n} submissions, {os.cpu_count()} cores, default jobs {os.cpu_count() + 2}; '
           f'floor (python -c "import torch, matplotlib.pyplot") = {floor:.2f} s, median of 3')
     print(f"{'command':<40} {'does':<14} {'total s':>8} {'s/submission':>13} {'/ floor':>8}"
@@ -124,7 +144,7 @@ def main():
         print(f'{name}: grades identical to {next(iter(results))}\'s for {len(first) - len(differ)}/{len(first)} submissions'
               + (f' (not: {", ".join(s for _, s in differ)})' if differ else ''))
     if args.serial:
-        one, default = runs['tools/grade.py --no-feedback --jobs 1'][1], runs['tools/grade.py --no-feedback'][1]
+        one, default = runs['course.grade --no-feedback --jobs 1'][1], runs['course.grade --no-feedback'][1]
         print(f'default jobs vs --jobs 1 (both --no-feedback): {one / default:.2f}x')
 
 

@@ -1,4 +1,10 @@
-"""Sandbox for the grading kernel: a Jupyter kernel launcher that runs ipykernel inside bubblewrap (bwrap), and its setup."""
+"""Cold grading kernels: a Jupyter kernel launcher that starts ipykernel from scratch inside bubblewrap (bwrap), with
+course.policy applied as bwrap and prlimit flags; and the set-up both kernel kinds share (the folders a kernel may
+write, the kernelspec, the nbgrader Config that selects it).
+
+  kernel_config(folder) -> (Config, env) for one nbgrader process; `python -m course.sandbox <connection file>` is the
+  kernelspec's argv (launch()).
+"""
 
 import contextlib
 import ctypes
@@ -12,32 +18,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import psutil
+from traitlets.config import Config
+
+from course import policy
+from course.layout import ROOT
+
 NAME = 'course-sandbox'  # the kernelspec name
-MARK = f'{NAME}.txt'  # in the folder nbgrader_args() makes
-# Grading as root, each kernel runs as a user of its own, UID_BASE + the launcher's pid (unique while it runs, far above
-# real users): root ignores RLIMIT_NPROC, which counts the processes of a user, so sandboxes must not share one.
-UID_BASE = 1 << 30
+MARK = f'{NAME}.txt'  # in the folder kernel_config() makes
 PR_SET_CHILD_SUBREAPER = 36  # prctl option, linux/prctl.h
-# Per process, set by prlimit inside the sandbox. The real notebook, on 2 cores, peaks at 1.5 GiB of address space,
-# 0.45 GiB of data, 330 MiB resident, 16 threads (each counts as a process) and 6 s of CPU; torch on 64 threads (a big
-# machine) takes 1.8 GiB of data (thread stacks count) and 130 threads. Each limit leaves room for that.
-LIMITS = {
-    # Private writable memory (heap, arrays, stacks): a memory bomb gets MemoryError at 4 GiB. Not the address space,
-    # which glibc's per-thread malloc arenas inflate in proportion to the number of cores.
-    'data': 4 << 30,
-    'cpu': 600,  # seconds of CPU: a backstop behind nbgrader's per-cell timeout (Execute.timeout)
-    'nproc': 256,  # processes and threads of the kernel's user: a fork bomb gets EAGAIN
-    'fsize': 256 << 20,  # bytes per file written
-    'nofile': 1024,  # open files
-    'core': 0,  # no core dumps in the student's folder after a segfault
-}
-TMP_SIZE, SHM_SIZE = 512 << 20, 64 << 20  # the private /tmp and /dev/shm live in RAM: cap them
-MPLCONFIGDIR = '/tmp/.config/matplotlib'  # in the sandbox
 UNAVAILABLE = ('warning: grading WITHOUT a sandbox: student code can read and write the whole course; '
                'install bubblewrap (apt-get install bubblewrap) to sandbox the grading kernel')
-KEEP_ENV = ('LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'MPLBACKEND', 'PYDEVD_DISABLE_FILE_VALIDATION', 'OMP_NUM_THREADS',
-            'NBGRADER_EXECUTION', 'NBGRADER_VALIDATING')  # nbgrader tells the notebook it is being graded
 
 
 def available():
@@ -50,10 +41,9 @@ def available():
 
 def namespaces():
     """bwrap and its isolation flags, as this user can run it."""
-    argv = ['bwrap',
-            # No network (the kernel talks to nbgrader over unix sockets), own pids (whatever the student starts dies
-            # with the kernel: pid 1 of the namespace is bwrap, which exits with it), own IPC and hostname.
-            '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'sandbox',
+    # policy.NAMESPACES (pid 1 of the pid namespace is bwrap, which exits with the kernel); cgroup where the kernel has it.
+    argv = ['bwrap', *(f'--unshare-{ns}' + '-try' * (ns == 'cgroup') for ns in policy.NAMESPACES),
+            '--hostname', policy.HOSTNAME,
             # SIGKILL everything inside if bwrap or the launcher dies (jupyter_client signals their process group); a new
             # session, no tty tricks.
             '--die-with-parent', '--new-session']
@@ -73,22 +63,26 @@ def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(),
     """The command that runs kernel_argv sandboxed: it may write only cwd (and a private /tmp), read the system, the
     Python install and input.txt, and reach only the sockets next to connection_file; as uid if given (root only).
     files: {path in the sandbox: open file descriptor} of files bwrap copies into its /tmp (pass_fds them to bwrap).
-    caps: capabilities kept besides setuid's (as root); limits: False to leave LIMITS to kernel_argv (tools/warm.py)."""
+    caps: capabilities kept besides setuid's (as root); limits: False to leave policy.LIMITS to kernel_argv (the warm
+    kernel server applies them to each kernel it forks)."""
     # The system, read-only: /usr, /etc, and /bin, /lib... as they are here (symlinks into /usr on Debian).
     binds = [('--ro-bind', '/usr'), ('--ro-bind', '/etc')]
     binds += [('--ro-bind', top) for top in ('/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32')
               if os.path.isdir(top) and not os.path.islink(top)]
-    # Python, read-only: the virtualenv and the interpreter it links to (under /root/.pyenv here).
-    binds += [('--ro-bind', p) for p in dict.fromkeys(str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix))]
+    # Python, read-only: the virtualenv (at the path the kernel runs it from, even through a symlink: a venv linked into a
+    # checkout) and the interpreter it links to (under /root/.pyenv here).
+    pythons = [str(Path(sys.prefix).absolute()), *(str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix))]
+    binds += [('--ro-bind', p) for p in dict.fromkeys(pythons)]
     data = find_data(cwd)
     binds += [('--ro-bind', str(data))] if data else []  # read-only
     # Read-write: the folder of the connection file (the kernel creates its unix sockets there) and cwd, nothing else.
     binds += [('--bind', str(connection_file.parent)), ('--bind', str(cwd))]
 
     argv = namespaces() + [a for cap in caps for a in ('--cap-add', cap)] * (os.geteuid() == 0)
-    # Fresh /proc, minimal /dev, private /tmp and /dev/shm in RAM, capped.
-    argv += ['--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--size', str(SHM_SIZE), '--tmpfs', '/dev/shm',
-             '--perms', '1777', '--size', str(TMP_SIZE), '--tmpfs', '/tmp']
+    # Fresh /proc, minimal /dev, policy.COVERS (a private /tmp and /dev/shm in RAM, capped).
+    argv += ['--proc', '/proc', '--dev', '/dev']
+    for cover in sorted(policy.COVERS, key=lambda c: c.path.count('/'), reverse=True):  # /dev/shm after /dev
+        argv += ['--perms', f'{cover.mode:o}', '--size', str(cover.size), '--tmpfs', cover.path]
     # Binds below /tmp (cwd in tests, the connection file) hang from a tmpfs of their own, made read-only below, not from
     # the writable /tmp: there, as anywhere outside cwd and /tmp, writing fails.
     targets = [p for _, p in binds]
@@ -103,43 +97,33 @@ def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(),
             argv += ['--symlink', os.readlink(top), top]
     for flag, path in binds:
         argv += [flag, path, path]
-    # MPLCONFIGDIR, writable, and the files to copy into /tmp.
-    argv += ['--perms', '1777', '--dir', '/tmp/.config', '--perms', '1777', '--dir', MPLCONFIGDIR]
+    # policy.WRITABLE folders, and the files to copy into /tmp.
+    argv += [a for folder in policy.WRITABLE for a in ('--perms', '1777', '--dir', folder)]
     for path, fd in (files or {}).items():
         argv += ['--perms', '0644', '--file', str(fd), path]
     # All the rest (the skeleton bwrap made, /dev) read-only.
     argv += [a for h in hooks for a in ('--remount-ro', h)] + ['--remount-ro', '/dev', '--remount-ro', '/']
     # A clean environment (bwrap is pid 1 here, the kernel's parent).
     argv += ['--chdir', str(cwd), '--clearenv']
-    for k, v in kernel_env(os.environ).items():
+    for k, v in policy.kernel_env(os.environ).items():
         argv += ['--setenv', k, v]
     argv.append('--')
     # Inside: drop root (if we are root), then set the resource limits (in the sandbox's user namespace), then run.
     if uid is not None:
         argv += ['setpriv', f'--reuid={uid}', f'--regid={uid}', '--clear-groups', '--inh-caps=-all']
     if limits:
-        argv += ['prlimit', *(f'--{k}={v}' for k, v in LIMITS.items()), '--']
+        argv += ['prlimit', *(f'--{k}={v}' for k, v in policy.LIMITS.items()), '--']
     return argv + kernel_argv
 
 
-def kernel_env(environ):
-    """The kernel's whole environment: a clean one, no secrets of the grader's, HOME and caches in /tmp, and what KEEP_ENV
-    names from environ. JPY_PARENT_PID=1: the kernel's parent is pid 1 of its namespace, so ipykernel neither polls it
-    (the sandbox ends with it) nor prints its console banner."""
-    env = {k: environ[k] for k in KEEP_ENV if k in environ}
-    env.update(PATH=f'{Path(sys.prefix) / "bin"}:/usr/bin:/bin', HOME='/tmp', TMPDIR='/tmp', XDG_CACHE_HOME='/tmp/.cache',
-               MPLCONFIGDIR=MPLCONFIGDIR, PYTHONDONTWRITEBYTECODE='1', JPY_PARENT_PID='1',
-               USER='student', LOGNAME='student')  # for getpass.getuser(): the kernel's uid has no /etc/passwd entry
-    return env
-
-
 def check_folders(cwd, conn_dir):
-    """Refuse to expose the course (cwd, bound read-write, must not hold it) or a folder nbgrader_args() did not make."""
+    """Refuse to expose the course (cwd, bound read-write, must not hold it) or a folder kernel_config() did not make."""
     if cwd == Path('/tmp') or ROOT.is_relative_to(cwd) or any((cwd / n).exists() for n in ('nbgrader_config.py', 'gradebook.db')):
         sys.exit(f'sandbox: refusing to start: the notebook folder (cwd) {cwd} holds a course root')
     if not (conn_dir.name == 'runtime' and (conn_dir.parent / MARK).is_file()):
-        sys.exit(f'sandbox: refusing to start: the connection file folder {conn_dir} is not one sandbox.nbgrader_args() made '
-                 '(private, and emptied at each start): set KernelManager.connection_file as it does')
+        sys.exit(f'sandbox: refusing to start: the connection file folder {conn_dir} is not one that '
+                 'course.sandbox.kernel_config() made (private, and emptied at each start): '
+                 'set KernelManager.connection_file as it does')
 
 
 def prepare(connection_file):
@@ -154,7 +138,7 @@ def prepare(connection_file):
             shutil.rmtree(entry)
         elif entry != conn:
             entry.unlink()
-    uid = UID_BASE + os.getpid() if os.geteuid() == 0 else None
+    uid = policy.UID_BASE + os.getpid() if os.geteuid() == 0 else None
     if uid is not None:  # the kernel's user must write cwd and the connection file's folder, and read that file
         for parent, subdirs, names in os.walk(cwd):
             for path in [parent, *(os.path.join(parent, n) for n in subdirs + names)]:
@@ -168,7 +152,7 @@ def mpl_cache():
     """{path in the sandbox: open fd} of the grader's matplotlib font list, if any, where the kernel's matplotlib looks:
     building it anew costs each kernel half a second. A copy: what a kernel does to it stays in its own /tmp."""
     mpl = Path(os.environ.get('MPLCONFIGDIR') or Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'matplotlib')
-    return {f'{MPLCONFIGDIR}/{p.name}': os.open(p, os.O_RDONLY) for p in mpl.glob('fontlist-*.json')}
+    return {f'{policy.MPLCONFIGDIR}/{p.name}': os.open(p, os.O_RDONLY) for p in mpl.glob('fontlist-*.json')}
 
 
 def launch(connection_file, *extra):
@@ -176,7 +160,7 @@ def launch(connection_file, *extra):
     and everything it started are gone, then sanitize cwd, and only then exit, so that nbgrader, which waits for this
     process, writes the graded notebook into a folder without the kernel's links."""
     cwd, conn, uid = prepare(connection_file)
-    kernel = [sys.executable, '-m', 'ipykernel_launcher', '-f', str(conn), '--HistoryManager.hist_file=:memory:', *extra]
+    kernel = policy.kernel_argv(conn, extra)
     files = mpl_cache()
     argv = bwrap_argv(cwd, conn, kernel, uid, files)
     # Become the reaper of whatever bwrap leaves: when jupyter_client's SIGTERM (to this process group) kills bwrap, the
@@ -189,7 +173,7 @@ def launch(connection_file, *extra):
         while True:
             os.wait()
     sanitize(cwd)
-    sys.exit(status if status >= 0 else 128 - status)
+    sys.exit(policy.exit_status(status))
 
 
 def sanitize(folder):
@@ -203,38 +187,55 @@ def sanitize(folder):
                 os.unlink(path)
 
 
-def kernelspec(folder, name=NAME, launcher=__file__, env=None):
-    """Write the kernelspec name under folder/kernels/, whose argv runs launcher (this file's launch(), or tools/warm.py's)
-    with env, and return its path."""
+def kernelspec(folder, name=NAME, launcher=__name__, env=None):
+    """Write the kernelspec name under folder/kernels/, whose argv runs the launcher module (course.sandbox's launch(),
+    or course.warm's) with env, and return its path. The launcher runs with -P: the notebook's folder, its cwd, is never
+    on its sys.path (a submission's own course/ folder must not be imported)."""
     spec = folder / 'kernels' / name
     spec.mkdir(parents=True, exist_ok=True)
     (spec / 'kernel.json').write_text(json.dumps({
-        'argv': [sys.executable, str(Path(launcher).resolve()), '{connection_file}'],
+        'argv': [sys.executable, '-P', '-m', launcher, '{connection_file}'],
         'display_name': f'Python 3 ({name})',
         'language': 'python',
         # Interrupt by message: ipykernel then sends SIGINT to itself inside; the launcher is not the kernel (a signal to
         # it would kill bwrap, or the warm kernel's launcher).
         'interrupt_mode': 'message',
-        **({'env': env} if env else {}),
+        'env': {'PYTHONPATH': str(ROOT), **(env or {})},
         'metadata': {'debugger': False},
     }, indent=1) + '\n')
     return spec / 'kernel.json'
 
 
-def nbgrader_args(folder=None, name=NAME, launcher=__file__, env=None):
-    """(flags, env) that make nbgrader autograde run every notebook in the sandbox. folder (default: a new temporary
-    folder, not removed afterwards) receives the kernelspec and, in turn, each kernel's connection file and sockets:
-    nbgrader runs one kernel at a time, so nbgrader processes running at the same time each need their own call.
-    name, launcher, env: the kernelspec's (kernelspec())."""
+def kernel_config(folder=None, name=NAME, launcher=__name__, env=None):
+    """(Config, env) that make nbgrader run every notebook in a sandboxed kernel; env goes into the nbgrader process's
+    environment (JUPYTER_PATH: where jupyter_client finds the kernelspec). folder (default: a new temporary folder, not
+    removed afterwards) receives the kernelspec and, in turn, each kernel's connection file and sockets: nbgrader runs one
+    kernel at a time, so nbgrader processes running at the same time each need their own call. name, launcher, env: the
+    kernelspec's (kernelspec())."""
     folder = Path(folder or tempfile.mkdtemp(prefix=f'{NAME}-'))  # short: a unix socket path has at most 107 bytes
     kernelspec(folder, name, launcher, env)
-    (folder / MARK).write_text('Made by tools/sandbox.py: the kernelspec in kernels/; in runtime/, the connection file and\n'
+    (folder / MARK).write_text('Made by course.sandbox: the kernelspec in kernels/; in runtime/, the connection file and\n'
                                'sockets of one sandboxed kernel at a time (emptied each time one starts).\n')
     (folder / 'runtime').mkdir(mode=0o700, exist_ok=True)  # private: bound read-write into each sandbox in turn
-    flags = [f'--Execute.kernel_name={name}',
-             # unix sockets (the sandbox has no network), named after the connection file: runtime/kernel-ipc-<n>
-             '--KernelManager.transport=ipc', f'--KernelManager.connection_file={folder / "runtime" / "kernel.json"}']
-    return flags, {'JUPYTER_PATH': str(folder)}
+    c = Config()
+    c.Execute.kernel_name = name
+    # unix sockets (the sandbox has no network), named after the connection file: runtime/kernel-ipc-<n>
+    c.KernelManager.transport = 'ipc'
+    c.KernelManager.connection_file = str(folder / 'runtime' / 'kernel.json')
+    return c, {'JUPYTER_PATH': str(folder)}
+
+
+def kill_tree(pid):
+    """SIGKILL pid and every process below it (stopped first, so it starts nothing more while they are listed)."""
+    try:
+        proc = psutil.Process(pid)
+        proc.suspend()
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    for p in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
 
 
 if __name__ == '__main__':

@@ -1,19 +1,16 @@
-"""Warm grading kernels: a server in the bubblewrap sandbox imports torch and matplotlib once, then forks each kernel,
-fresh, into namespaces, folders and a user of its own.
+"""The warm kernel server, run inside bubblewrap by course.warm: it imports torch and matplotlib once, then forks each
+grading kernel, fresh, into namespaces, folders and a user of its own, applying course.policy (the same policy that
+course.sandbox gives a kernel started cold) through unshare, mount, sethostname and setrlimit.
 
-The server runs no student code: it only forks. Each kernel it forks (K0 -> K1 -> K2 below) starts from that clean state
-and gets what tools/sandbox.py gives a kernel started cold, so one student's state cannot reach another's:
-  - a pid namespace of its own (K1 is its pid 1: when the kernel ends, whatever it started is killed), and its own
-    network (none), IPC and hostname;
-  - a mount namespace where /tmp and /dev/shm are new and empty, and the folders the server shares (every student's
-    autograded/ folder, every kernel's sockets) are covered, showing only its own notebook folder and sockets (and
-    input.txt, read-only);
-  - a user of its own (as root: UID_BASE + the launcher's pid), no capabilities, and sandbox.LIMITS.
-The launcher (the kernelspec's argv, which jupyter_client starts and stops) asks the server for a kernel over a unix
-socket, passes it its stdout and stderr, and exits with the kernel's status once the kernel is gone; if the launcher goes
-away, the server stops the kernel.
-
-  grade.py starts a server with `with server(root) as s:` and gives each nbgrader process nbgrader_args(s).
+The server runs no student code: it only forks. Per kernel (K0 -> K1 -> K2):
+  - K0 unshares policy.NAMESPACES for what it forks next (K1), and waits for it; SIGTERM to K0 kills K1, and with it the
+    namespace;
+  - K1, pid 1 of the new pid namespace, mounts /proc, puts policy.COVERS over /tmp and /dev/shm and read-only covers
+    over the folders the server shares (every student's autograded/ folder, every kernel's sockets), and shows through
+    them only its own notebook folder and sockets (and input.txt and Python, read-only);
+  - K2 applies policy.LIMITS, setsid, its own uid (policy.UID_BASE + the launcher's pid), no_new_privs, policy.kernel_env
+    and a fresh numpy seed, then runs ipykernel with policy.kernel_argv.
+Standard library and course.policy only: those are the files course.warm copies into the sandbox.
 """
 
 import contextlib
@@ -22,19 +19,14 @@ import json
 import os
 import resource
 import selectors
-import shutil
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 
-import sandbox
+from course import policy
 
-NAME = 'course-warm'  # the kernelspec name
-SOCKET_ENV = 'COURSE_WARM_SOCKET'  # the kernelspec sets it for the launcher: the server's socket
 # What the server imports before it forks: the notebook's heavy imports, and the kernel with what it imports as it
 # starts (its debugger among them).
 PRELOAD = ('numpy', 'torch', 'torch.nn', 'torch.nn.functional', 'matplotlib', 'matplotlib.pyplot',
@@ -42,21 +34,12 @@ PRELOAD = ('numpy', 'torch', 'torch.nn', 'torch.nn.functional', 'matplotlib', 'm
            'IPython.core.debugger', 'IPython.core.completerlib', 'IPython.core.oinspect', 'IPython.core.logger',
            'IPython.extensions.storemagic', 'sqlite3', 'pydoc', 'tornado.gen', 'tornado.queues', 'tornado.platform.asyncio',
            'http.server', 'mimetypes', 'encodings.idna', 'faulthandler')
-# Kept by the server besides setuid's, to build each kernel's namespaces and reach its folder; no kernel keeps any.
-CAPS = ('CAP_SYS_ADMIN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH')
-RLIMITS = {'data': resource.RLIMIT_DATA, 'cpu': resource.RLIMIT_CPU, 'nproc': resource.RLIMIT_NPROC,
-           'fsize': resource.RLIMIT_FSIZE, 'nofile': resource.RLIMIT_NOFILE, 'core': resource.RLIMIT_CORE}
+RLIMITS = {name: getattr(resource, f'RLIMIT_{name.upper()}') for name in policy.LIMITS}
 # linux/sched.h, linux/mount.h, linux/prctl.h
-CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = (
-    0x20000, 0x2000000, 0x4000000, 0x8000000, 0x20000000, 0x40000000)
+CLONE = {'mnt': 0x20000, 'cgroup': 0x2000000, 'uts': 0x4000000, 'ipc': 0x8000000, 'pid': 0x20000000, 'net': 0x40000000}
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 libc = ctypes.CDLL(None, use_errno=True)
-
-
-def available():
-    """True if warm kernels can run here: the sandbox, as root (each kernel needs a user of its own)."""
-    return os.geteuid() == 0 and sandbox.available()
 
 
 def check(result, what):
@@ -69,8 +52,6 @@ def mount(source, target, fstype=None, flags=0, data=None):
     enc = lambda s: s.encode() if s is not None else None  # noqa: E731
     check(libc.mount(enc(source), enc(str(target)), enc(fstype), flags, enc(data)), f'mount {target}')
 
-
-# The server, inside the sandbox.
 
 def serve(config):
     """The server: import PRELOAD, say 'ready' on stdout, then fork a kernel for each request on config['socket']; tell
@@ -123,8 +104,9 @@ def start_kernel(cfg, listener, sel):
         conn.settimeout(None)
         req = json.loads(msg)
         covers = [Path(c) for c in cfg['cover']]
-        if not (len(fds) == 2 and isinstance(req.get('uid'), int) and req['uid'] >= sandbox.UID_BASE
-                and Path(req['cwd']).parent.parent in covers[:1] and Path(req['conn']).is_relative_to(covers[1])):
+        if not (len(fds) == 2 and isinstance(req.get('uid'), int) and req['uid'] >= policy.UID_BASE
+                and Path(req['cwd']).parent.parent in covers[:1] and Path(req['conn']).is_relative_to(covers[1])
+                and all(isinstance(a, str) for a in req.get('extra', []))):
             raise ValueError(f'refused: {msg[:300]!r}')  # only launchers write here; a kernel runs as its own user
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # blocked in K0 and K1 until each is ready for it
         try:
@@ -164,7 +146,10 @@ def start_kernel(cfg, listener, sel):
 def k0(cfg, req, fds):
     """Forked by the server (SIGTERM blocked): new namespaces for what it forks next, K1, which it waits for; SIGTERM
     kills K1, and with it the namespace."""
-    check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP), 'unshare')
+    flags = CLONE['mnt']  # a mount namespace of its own, besides the policy's
+    for ns in policy.NAMESPACES:
+        flags |= CLONE[ns]
+    check(libc.unshare(flags), 'unshare')
     child = os.fork()
     if child == 0:
         k1(cfg, req, fds)
@@ -173,8 +158,7 @@ def k0(cfg, req, fds):
     signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     _, status = os.waitpid(child, 0)
-    code = os.waitstatus_to_exitcode(status)
-    os._exit(code if code >= 0 else 128 - code)
+    os._exit(policy.wait_status(status))
 
 
 def k1(cfg, req, fds):
@@ -184,6 +168,8 @@ def k1(cfg, req, fds):
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # K0 could not be killed before this (SIGTERM blocked)
     mount(None, '/', None, MS_REC | MS_PRIVATE)  # nothing mounted here reaches the server
     mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV)  # this namespace's processes only
+    name = policy.HOSTNAME.encode()
+    check(libc.sethostname(name, len(name)), 'sethostname')
     confine(cfg, req)
     os.chdir('/')  # not in the server's autograded/, under the cover
     kernel = os.fork()
@@ -194,8 +180,7 @@ def k1(cfg, req, fds):
     while True:
         pid, status = os.wait()
         if pid == kernel:
-            code = os.waitstatus_to_exitcode(status)
-            os._exit(code if code >= 0 else 128 - code)
+            os._exit(policy.wait_status(status))
 
 
 def confine(cfg, req):
@@ -204,13 +189,13 @@ def confine(cfg, req):
     keep = {req['cwd']: False, str(Path(req['conn']).parent): False}
     # Read-only, what the sandbox shows below /tmp or a shared folder (a venv or a course under /tmp, say): the data, and
     # Python (the kernel imports more of it as it runs).
-    covered = ('/tmp', *cfg['cover'])
+    covered = (*(c.path for c in policy.COVERS), *cfg['cover'])
     for path in [cfg.get('data'), *{str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix)}]:
         if path and any(Path(path).is_relative_to(c) for c in covered):
             keep[path] = True
     held = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in keep}
-    mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={sandbox.TMP_SIZE},mode=1777')
-    mount('tmpfs', '/dev/shm', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={sandbox.SHM_SIZE},mode=1777')
+    for cover in policy.COVERS:
+        mount('tmpfs', cover.path, 'tmpfs', MS_NOSUID | MS_NODEV, f'size={cover.size},mode={cover.mode:o}')
     covers = [p for p in cfg['cover'] if os.path.isdir(p)]  # those below /tmp are already gone
     for path in covers:
         mount('tmpfs', path, 'tmpfs', MS_NOSUID | MS_NODEV, 'size=1m,mode=0755')
@@ -226,8 +211,8 @@ def confine(cfg, req):
         os.close(held[path])
     for path in covers:
         mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    os.makedirs(sandbox.MPLCONFIGDIR, exist_ok=True)
-    for folder in (sandbox.MPLCONFIGDIR, os.path.dirname(sandbox.MPLCONFIGDIR)):
+    for folder in policy.WRITABLE:
+        os.makedirs(folder, exist_ok=True)
         os.chmod(folder, 0o1777)
 
 
@@ -242,7 +227,7 @@ def k2(cfg, req, fds):
             os.dup2(fd, target)
         os.closerange(3, 1 << 16)  # nothing of the server's: no socket, no other kernel's pipe
         os.setsid()  # its own session and process group, as jupyter_client starts a kernel: an interrupt reaches its children
-        for name, value in sandbox.LIMITS.items():
+        for name, value in policy.LIMITS.items():
             resource.setrlimit(RLIMITS[name], (value, value))
         if req.get('uid') is not None:
             os.setgroups([])
@@ -252,9 +237,11 @@ def k2(cfg, req, fds):
         check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 'prctl')  # and no setuid program gives one back
         os.chdir(req['cwd'])
         os.environ.clear()
-        os.environ.update(sandbox.kernel_env(req['env']), MPLBACKEND='module://matplotlib_inline.backend_inline')
-        sys.path[:] = [p for p in sys.path if p != os.path.dirname(os.path.abspath(__file__))]
-        sys.argv = ['ipykernel_launcher', '-f', req['conn'], '--HistoryManager.hist_file=:memory:']
+        os.environ.update(policy.kernel_env(req['env']), MPLBACKEND='module://matplotlib_inline.backend_inline')
+        sys.path[:] = [p for p in sys.path if p != cfg['code']]  # the server's own code is not the student's to import
+        for name in [m for m in sys.modules if m == 'course' or m.startswith('course.')]:
+            del sys.modules[name]
+        sys.argv = policy.kernel_argv(req['conn'], req.get('extra', ()))[2:]  # as `python -m ipykernel_launcher ...`
         import numpy
         numpy.random.seed()  # numpy's global generator was seeded once, in the server: a fresh seed, as a new process has
         from ipykernel import kernelapp
@@ -272,77 +259,7 @@ def k2(cfg, req, fds):
         os._exit(code)
 
 
-# The launcher and the server's setup, outside the sandbox.
-
-def launch(connection_file):
-    """Kernel launcher (the kernelspec's argv), with cwd the notebook's folder: prepare the folders as tools/sandbox.py
-    does, ask the server for a kernel, wait until it is gone (asking the server to stop it on SIGTERM), sanitize cwd,
-    then exit with the kernel's status."""
-    cwd, conn, uid = sandbox.prepare(connection_file)
-    server = os.environ.get(SOCKET_ENV, '')
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(server)
-    except OSError as e:
-        sys.exit(f'warm kernel: no kernel server at {server!r} ({e.strerror}): tools/grade.py starts one; '
-                 'or grade with tools/grade.py --cold')
-    req = {'cwd': str(cwd), 'conn': str(conn), 'uid': uid,
-           'env': {k: os.environ[k] for k in sandbox.KEEP_ENV if k in os.environ}}
-    socket.send_fds(sock, [json.dumps(req).encode()], [sys.stdout.fileno(), sys.stderr.fileno()])
-    def stop(*_):
-        with contextlib.suppress(OSError):
-            sock.send(b'stop\n')
-
-    signal.signal(signal.SIGTERM, stop)
-    reply = b''
-    while not reply.endswith(b'\n'):
-        chunk = sock.recv(64)
-        if not chunk:
-            break
-        reply += chunk
-    sandbox.sanitize(cwd)
-    status = int(reply) if reply.strip() else 1
-    sys.exit(status if status >= 0 else 128 - status)
-
-
-@contextlib.contextmanager
-def server(root):
-    """Start a kernel server for grading the course at root (its kernels' folders are below root/autograded/); yield the
-    path of its socket, for nbgrader_args(); stop it, and every kernel still running, on exit."""
-    batch = Path(tempfile.mkdtemp(prefix=f'{NAME}-'))  # short: a unix socket path has at most 107 bytes
-    autograded = Path(root).resolve() / 'autograded'
-    autograded.mkdir(exist_ok=True)
-    data = sandbox.find_data(autograded / 'student' / 'assignment')
-    sock = batch / 'server.sock'
-    cfg = {'socket': str(sock), 'cover': [str(autograded), str(batch)], 'data': str(data) if data else None}
-    files = sandbox.mpl_cache()
-    code = {f'/tmp/{p.name}': os.open(p, os.O_RDONLY) for p in (Path(__file__).resolve(), Path(sandbox.__file__).resolve())}
-    argv = sandbox.bwrap_argv(autograded, sock, [sys.executable, '/tmp/warm.py', '--serve', json.dumps(cfg)],
-                              files={**files, **code}, caps=CAPS, limits=False)
-    # A session of its own: Ctrl-C stops grade.py, which then stops the server (and bwrap --die-with-parent, if it dies).
-    proc = subprocess.Popen(argv, pass_fds=[*files.values(), *code.values()], stdout=subprocess.PIPE, start_new_session=True)
-    for fd in [*files.values(), *code.values()]:
-        os.close(fd)
-    try:
-        if proc.stdout.readline() != b'ready\n':
-            raise RuntimeError(f'warm kernels: the kernel server did not start (bwrap exit status {proc.poll()}); '
-                               'grade with tools/grade.py --cold')
-        yield str(sock)
-    finally:
-        proc.terminate()
-        proc.wait()
-        shutil.rmtree(batch, ignore_errors=True)
-
-
-def nbgrader_args(sock):
-    """(flags, env) that make nbgrader autograde run every notebook in a warm kernel from the server at sock: the
-    sandbox's (sandbox.nbgrader_args()), in a folder of its own next to the server's socket, with this file as the
-    kernelspec's launcher, told where the server is."""
-    return sandbox.nbgrader_args(tempfile.mkdtemp(prefix='w-', dir=Path(sock).parent), NAME, __file__, {SOCKET_ENV: sock})
 
 
 if __name__ == '__main__':
-    if sys.argv[1] == '--serve':
-        serve(sys.argv[2])
-    else:
-        launch(sys.argv[1])
+    serve(sys.argv[1])

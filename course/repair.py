@@ -9,13 +9,8 @@ import shutil
 
 import nbformat
 
-from course import ROOT, notebooks, role
-
-STUB = 'raise NotImplementedError('
-
-
-def grade_id(cell):
-    return cell.get('metadata', {}).get('nbgrader', {}).get('grade_id')
+from course.cells import STUB_LINE, grade_id, role
+from course.layout import ROOT, notebooks
 
 
 def first_line(cell):
@@ -52,7 +47,7 @@ def repair(release, sub):
             found = [i for i, c in unused if i > previous and first_line(c) not in known and not grade_id(c)][:1]
             by_position.update(found)
         if role(rcell) == 'solution' and len(found) > 1:
-            edited = [i for i in found if STUB not in sub.cells[i].source] or found
+            edited = [i for i in found if STUB_LINE not in sub.cells[i].source] or found
             repairs.append(f'{gid}: {len(found)} copies; graded the last edited one, the others run as ordinary cells')
             found = edited[-1:]
         if not found:
@@ -110,13 +105,13 @@ def repair(release, sub):
     return repaired, repairs, attention
 
 
-def repair_submission(aid, student):
+def repair_submission(aid, student, root=ROOT):
     """Check and repair submitted/<student>/<aid>/ in place (originals kept in .original/); return (repairs, attention)."""
-    folder = ROOT / 'submitted' / student / aid
+    folder = root / 'submitted' / student / aid
     keep = folder / '.original'
     repairs, attention = [], []
-    for name in notebooks(aid):
-        release = nbformat.read(ROOT / 'release' / aid / name, as_version=4)
+    for name in notebooks(aid, root):
+        release = nbformat.read(root / 'release' / aid / name, as_version=4)
         originals = sorted(keep.glob('*.ipynb')) if keep.exists() else []
         path = folder / name
         if not path.exists() and not originals:
@@ -131,7 +126,7 @@ def repair_submission(aid, student):
         source_path = originals[0] if originals else path
         try:
             sub = nbformat.read(source_path, as_version=4)
-        except Exception:  # unreadable: status() reports it and autograde leaves it
+        except Exception:  # unreadable: course.results reports it and autograde leaves it
             continue
         fixed, made, needs = repair(release, sub)
         if made and not originals:
@@ -141,25 +136,10 @@ def repair_submission(aid, student):
             nbformat.write(fixed, path)
         repairs += made
         attention += needs
-    report = ROOT / 'repairs' / student / f'{aid}.txt'
+    report = root / 'repairs' / student / f'{aid}.txt'
     if repairs or attention:
         report.parent.mkdir(parents=True, exist_ok=True)
         report.write_text(''.join(f'repaired: {r}\n' for r in repairs) + ''.join(f'needs attention: {a}\n' for a in attention))
     else:
         report.unlink(missing_ok=True)
     return repairs, attention
-
-
-def read_report(aid, student):
-    """(repairs, attention) recorded for a submission."""
-    report = ROOT / 'repairs' / student / f'{aid}.txt'
-    lines = report.read_text().splitlines() if report.exists() else []
-    return ([line.split(': ', 1)[1] for line in lines if line.startswith('repaired: ')],
-            [line.split(': ', 1)[1] for line in lines if line.startswith('needs attention: ')])
-
-
-if __name__ == '__main__':
-    import sys
-
-    for student in sys.argv[2:]:
-        print(student, repair_submission(sys.argv[1], student))

@@ -1,0 +1,35 @@
+"""The grade table printed after grading: one block per step (a row per student: status, each test cell's points, the
+autograded total), then the course total per student."""
+
+from course.export import totals
+
+
+def step_block(step, table, points):
+    """The lines of one step's block; table: course.export.rows() of that step."""
+    if not table:
+        return [f'{step}: nobody in the gradebook']
+    width = max(len('student'), *(len(r['student_id']) for r in table))
+    swidth = max(len('status'), *(len(r['status']) for r in table))
+    lines = [f'{step}: points per autograded test cell 1..{len(points)} (legend below); '
+             '"to grade": written answers await a human',
+             f"{'student':<{width}}  {'status':<{swidth}}  " + ' '.join(f'{i:>2}' for i in range(1, len(points) + 1)) + '   auto']
+    for r in table:
+        scores = ' '.join(f'{p:>2g}' for p in r['cells'].values())
+        auto = f"{r['autograded']:>3g}/{r['autograded_max']:g}"
+        lines.append(f"{r['student_id']:<{width}}  {r['status']:<{swidth}}  {scores}  {auto}"
+                     f"{'  to grade' if r['needs_manual_grading'] else ''}")
+    lines.append('legend: ' + ', '.join(f'{i} {gid} ({p:g})' for i, (gid, p) in enumerate(points.items(), 1)))
+    return lines
+
+
+def total_block(table):
+    """The course total per student: each step's score (late penalties applied) and the sum."""
+    students = totals(table)
+    stepnames = list(dict.fromkeys(r['step'] for r in table))
+    width = max(len('student'), *(len(t['student_id']) for t in students))
+    lines = ['course total (score per step after late penalties; written answers count once graded by hand)',
+             f"{'student':<{width}}  " + '  '.join(f'{s:>8}' for s in stepnames) + '     total']
+    for t in students:
+        lines.append(f"{t['student_id']:<{width}}  " + '  '.join(f'{t[s]:>8g}' for s in stepnames)
+                     + f"  {t['total']:>4g}/{t['total_max']:g}")
+    return lines

@@ -1,0 +1,127 @@
+"""The outcome of grading one submission, as data: one JSON file per submission, results/<step>/<student>.json, written
+by course.grading as grading goes (never parsed back out of nbgrader's log text), and its status.
+
+A record holds:
+  step, student      the submission
+  kernel             'warm', 'cold' or 'unsandboxed'
+  repairs, attention what course.repair did to the submission, and what it could not decide (lists of sentences)
+  unreadable         why the notebook could not be read ('empty file', 'JSONDecodeError'...), or None
+  autograde          {'success': bool, 'error': the exception that stopped execution (DeadKernelError...) or None}
+  stopped            'timeout' or 'died' if the grader had to stop the nbgrader worker, else None
+  seconds            {'autograde': s, 'feedback': s, 'limit': the worker's time limit}
+  graded             whether nbgrader wrote the autograded notebooks
+  cells              {grade_id or cell id: exception name} of cells that stopped with CellTimeoutError or DeadKernelError
+  blank              whether every solution and answer cell is as released
+  status, detail     decided by status() from the rest: see STATUSES
+"""
+
+import json
+from pathlib import Path
+
+from course.cells import grade_id, read, role
+from course.layout import ROOT, notebooks, result_path
+
+STATUSES = {
+    'graded': 'autograded (detail: how many repairs were made first)',
+    'blank': 'autograded, and no solution or answer cell was touched',
+    'unreadable': 'the notebook file is not a notebook (detail: why)',
+    'needs attention': 'a human must decide first, e.g. which of several notebooks to grade (detail: what)',
+    'timeout': 'a cell, or the whole submission, ran past its time limit (detail: where)',
+    'kernel died': 'the student code killed its kernel (detail: in which cell)',
+    'not graded': 'nbgrader failed for another reason (detail: the exception; the log is .build/logs/<step>/<student>.log)',
+    'not submitted': 'the student is in the gradebook but has no submission of this step',
+}
+STOPPING = ('CellTimeoutError', 'DeadKernelError')
+
+
+def new(step, student, kernel):
+    return {'step': step, 'student': student, 'kernel': kernel, 'repairs': [], 'attention': [], 'unreadable': None,
+            'autograde': None, 'stopped': None, 'seconds': {}, 'graded': False, 'cells': {}, 'blank': False,
+            'status': None, 'detail': ''}
+
+
+def load(step, student, root=ROOT):
+    """The record of a submission, or None if it was never graded."""
+    path = result_path(step, student, root)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def save(record, root=ROOT):
+    path = result_path(record['step'], record['student'], root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix('.part')
+    tmp.write_text(json.dumps(record, indent=1) + '\n')
+    tmp.replace(path)
+
+
+def update(step, student, root=ROOT, **fields):
+    """Merge fields into a submission's record (made if missing) and save it."""
+    record = load(step, student, root) or new(step, student, None)
+    for key, value in fields.items():
+        if isinstance(value, dict) and isinstance(record.get(key), dict):
+            record[key] = {**record[key], **value}
+        else:
+            record[key] = value
+    save(record, root)
+    return record
+
+
+def status(record):
+    """(status, detail) of a record: one of STATUSES and a few words. A pure function of the record."""
+    if record['attention']:
+        return 'needs attention', record['attention'][0]
+    if record['unreadable']:
+        return 'unreadable', record['unreadable']
+    if record['stopped'] == 'timeout':
+        return 'timeout', f'autograde took over {record["seconds"].get("limit", "?")} s and was stopped'
+    if record['stopped'] == 'died':
+        return 'not graded', 'the nbgrader process died'
+    error = (record['autograde'] or {}).get('error')
+    if error == 'DeadKernelError':
+        return 'kernel died', ''
+    if not record['graded']:
+        if error == 'CellTimeoutError':
+            return 'timeout', 'a cell ran past the limit and ignored the interrupt'
+        return 'not graded', error or 'see the autograde log'
+    for cell, name in record['cells'].items():
+        return ('timeout' if name == 'CellTimeoutError' else 'kernel died'), f'in cell {cell}'
+    if record['blank']:
+        return 'blank', ''
+    n = len(record['repairs'])
+    return 'graded', f'{n} repair{"s" * (n > 1)}' if n else ''
+
+
+def label(record):
+    """The status as the grade table and grades.csv show it: 'graded', 'graded (2 repairs)', 'timeout (in cell head)'."""
+    if record is None:
+        return 'not submitted'
+    return record['status'] + (f' ({record["detail"]})' if record['detail'] else '')
+
+
+def facts(step, student, root=ROOT):
+    """What the autograded notebooks say, for a record: whether they exist, the cells that stopped execution, whether the
+    submission is blank. Read from the notebooks' outputs and cells, not from any log."""
+    graded, cells, blank = True, {}, True
+    for name in notebooks(step, root):
+        path = Path(root) / 'autograded' / student / step / name
+        if not path.exists():
+            graded = False
+            continue
+        nb = read(path)
+        for cell in nb.cells:
+            for out in cell.get('outputs', []):
+                if out.get('ename') in STOPPING:
+                    cells.setdefault(grade_id(cell) or cell.get('id'), out['ename'])
+        released = {grade_id(c): c.source for c in read(Path(root) / 'release' / step / name).cells
+                    if role(c) in ('solution', 'answer')}
+        blank &= all(c.source == released.get(grade_id(c)) for c in nb.cells if role(c) in ('solution', 'answer'))
+    return {'graded': graded, 'cells': cells, 'blank': graded and blank}
+
+
+def finish(step, student, root=ROOT):
+    """Complete a submission's record with facts() and its status; save and return it."""
+    record = load(step, student, root) or new(step, student, None)
+    record.update(facts(step, student, root))
+    record['status'], record['detail'] = status(record)
+    save(record, root)
+    return record

@@ -1,0 +1,71 @@
+"""Running nbgrader on the course: its configuration (nbgrader_config.py, plus a traitlets Config of our own), its Python
+API in this process, its command in a subprocess, and its export."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from traitlets.config import Config
+
+from course.layout import ROOT
+
+
+def env(root=ROOT):
+    """The environment an nbgrader process needs: this venv's bin on PATH (a new gradebook runs alembic), and this
+    course's package importable (nbgrader_config.py and `nbgrader export` import it)."""
+    return {**os.environ, 'PATH': f'{Path(sys.executable).parent}{os.pathsep}{os.environ["PATH"]}', 'PYTHONPATH': str(root)}
+
+
+def on_path():
+    """Put this venv's bin on this process's PATH: nbgrader runs alembic when it opens a gradebook, even in-process."""
+    os.environ['PATH'] = env()['PATH'] if Path(sys.executable).parent.as_posix() not in os.environ['PATH'] else os.environ['PATH']
+
+
+def config(extra=None, root=ROOT):
+    """The course's nbgrader configuration as the nbgrader command loads it (nbgrader_config.py), then extra (a Config)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    c = PyFileConfigLoader('nbgrader_config.py', path=str(root)).load_config()
+    if extra is not None:
+        c.merge(extra)
+    c.CourseDirectory.root = str(root)
+    on_path()
+    return c
+
+
+def merged(*configs):
+    """One Config from several (later ones win)."""
+    out = Config()
+    for c in configs:
+        if c is not None:
+            out.merge(c)
+    return out
+
+
+def api(extra=None, root=ROOT):
+    """nbgrader's Python API (NbGraderAPI) on the course, configured as config() is."""
+    from nbgrader.apps import NbGraderAPI
+
+    return NbGraderAPI(config=config(extra, root))
+
+
+def export(to, root=ROOT):
+    """`nbgrader export` in this process, with the plugin nbgrader_config.py names (course.export.CellCsvExport)."""
+    from nbgrader.apps import ExportApp
+
+    extra = Config()
+    extra.ExportPlugin.to = str(to)
+    extra.Application.log_level = 'WARN'
+    app = ExportApp(config=config(extra, root))
+    app.initialize([])
+    app.start()
+
+
+def run(*args, check=True, cwd=ROOT, **kw):
+    """One nbgrader command in a subprocess, in cwd (the course root): the CompletedProcess; exits with its log if check
+    is set and it failed. For what nbgrader only offers as a command (validate) and for plain nbgrader in tests."""
+    done = subprocess.run([sys.executable, '-m', 'nbgrader', *args], cwd=cwd, env=env(cwd), capture_output=True, text=True, **kw)
+    if check and done.returncode:
+        sys.exit(f'error: nbgrader {" ".join(args[:2])} failed:\n{done.stdout}{done.stderr}')
+    return done

@@ -1,0 +1,111 @@
+"""A small synthetic step, written as a course author would add one: a folder source/step9/ with its notebook (one
+function to write, two test cells, a hidden test, a written answer), a file it ships to students, its out-of-process
+checks and its bank of mistakes. tests/test_new_step.py adds it to a temporary course and runs the tooling on it."""
+
+import textwrap
+
+import nbformat
+
+STEP, NAME = 'step9', 'step9_adder.ipynb'
+MISTAKES = {'subtracts': ('add_small_cases', 'add_is_symmetric'), 'off_by_one': ('add_small_cases', 'add_is_symmetric')}
+ALTERNATIVES = ('uses_sum',)
+
+
+def meta(gid, solution=False, grade=False, locked=False, points=None):
+    m = {'grade': grade, 'grade_id': gid, 'locked': locked, 'schema_version': 3, 'solution': solution, 'task': False}
+    if points is not None:
+        m['points'] = points
+    return {'nbgrader': m}
+
+
+def notebook():
+    cells = [
+        nbformat.v4.new_markdown_cell('# Step 9 — adding two numbers\n\n[![Open In Colab]'
+                                      '(https://colab.research.google.com/assets/colab-badge.svg)](COLAB_URL)', id='title'),
+        nbformat.v4.new_code_cell(textwrap.dedent('''\
+            def add(a, b):
+                """Return a + b (two floats in, a float out)."""
+                ### BEGIN SOLUTION
+                return a + b
+                ### END SOLUTION'''), id='add', metadata=meta('add', solution=True)),
+        nbformat.v4.new_code_cell(textwrap.dedent('''\
+            """Check that add adds small numbers."""
+            assert add(1, 2) == 3, f'add(1, 2): expected 3, got {add(1, 2)}; check the operator'
+            ### BEGIN HIDDEN TESTS
+            assert add(-5.5, 5.5) == 0, f'add(-5.5, 5.5): expected 0, got {add(-5.5, 5.5)}; check the operator'
+            ### END HIDDEN TESTS'''), id='add-small-cases', metadata=meta('add_small_cases', grade=True, locked=True, points=1)),
+        nbformat.v4.new_code_cell(textwrap.dedent('''\
+            """Check that add(a, b) == add(b, a) == a + b."""
+            assert add(2, 7) == add(7, 2) == 9, f'expected 9 both ways, got {add(2, 7)} and {add(7, 2)}; check the order'
+            '''), id='add-is-symmetric', metadata=meta('add_is_symmetric', grade=True, locked=True, points=2)),
+        nbformat.v4.new_code_cell("print(open('numbers.txt').read().strip())", id='shipped',
+                                  metadata=meta('shipped', locked=True)),
+        nbformat.v4.new_markdown_cell('Why is add symmetric?', id='q'),
+        nbformat.v4.new_markdown_cell('Model answer: addition of reals commutes. Rubric: 1 point for "commutes".',
+                                      id='why', metadata=meta('why', solution=True, grade=True, points=1)),
+    ]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata['kernelspec'] = {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}
+    return nb
+
+
+BANK = f'''"""Step 9's bank of mistakes (synthetic, for the tooling's tests)."""
+
+from typing import NamedTuple
+
+
+class Variant(NamedTuple):
+    student: str
+    edits: tuple
+    caught_by: tuple = ()
+    notebook: str = None
+
+
+MUTANTS = [
+    Variant('subtracts', (('add', 'return a + b', 'return a - b'),), {MISTAKES['subtracts']!r}),
+    Variant('off_by_one', (('add', 'return a + b', 'return a + b + 1'),), {MISTAKES['off_by_one']!r}),
+]
+ALTERNATIVES = [Variant('uses_sum', (('add', 'return a + b', 'return sum((a, b))'),))]
+'''
+
+CHECKS = '''"""Step 9's out-of-process checks (synthetic): add() on the grader's numbers, judged outside the kernel."""
+
+import numpy as np
+
+PROBE = r"""
+def _grader_probe():
+    import numpy as np
+    inp = dict(np.load('_probe_in.npz'))
+    rec = {}
+    try:
+        rec['sum'] = np.asarray([add(float(a), float(b)) for a, b in zip(inp['a'], inp['b'])], dtype=float)
+    except BaseException as e:  # noqa: BLE001
+        rec['error'] = np.asarray(repr(e)[:200])
+    np.savez('_probe_out.npz', **rec)
+
+
+_grader_probe()
+del _grader_probe
+"""
+
+
+def make_inputs():
+    rng = np.random.default_rng(9)
+    return {'a': rng.standard_normal(5), 'b': rng.standard_normal(5)}
+
+
+def verdicts(inputs, record):
+    want, got = inputs['a'] + inputs['b'], record.get('sum')
+    ok = got is not None and got.shape == want.shape and np.allclose(got, want)
+    return {'add_small_cases': None if ok else 'add(a, b) on the grader\\'s numbers is not a + b'}
+'''
+
+
+def add_to(course):
+    """Write the synthetic step into the course at course (its source/ only: the tooling generates the rest)."""
+    folder = course / 'source' / STEP
+    (folder / 'instructor').mkdir(parents=True)
+    nbformat.write(notebook(), folder / NAME)
+    (folder / 'numbers.txt').write_text('1 2 3\n')  # shipped to students with the notebook
+    (folder / 'instructor' / 'bank.py').write_text(BANK)
+    (folder / 'instructor' / 'checks.py').write_text(CHECKS)

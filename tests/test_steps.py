@@ -1,0 +1,65 @@
+"""What every step of source/ must hold for the tooling to grade it (docs/adding-a-step.md): parametrised over the steps
+found, with no per-step code. A step without a bank of mistakes fails here, saying what is missing."""
+
+import pytest
+
+from course.cells import read, role
+from course.demo import bank, demo_class
+from course.layout import INSTRUCTOR, ROOT, autograded_points, instructor_module, notebooks, steps
+
+RESERVED = {'perfect', 'blank'}
+
+
+@pytest.mark.parametrize('step', steps())
+def test_step_has_a_bank_of_mistakes_and_correct_alternatives(step):
+    b = bank(step)
+    assert b is not None, f'source/{step}/{INSTRUCTOR}/bank.py is missing: a bank of MUTANTS and ALTERNATIVES (see docs)'
+    for name in ('MUTANTS', 'ALTERNATIVES'):
+        assert getattr(b, name, None), f'source/{step}/{INSTRUCTOR}/bank.py defines no {name} (or an empty one)'
+
+
+@pytest.mark.parametrize('step', steps())
+def test_bank_names_real_cells_and_unique_students(step):
+    b = bank(step)
+    if b is None:
+        pytest.skip('no bank (test_step_has_a_bank_of_mistakes_and_correct_alternatives fails)')
+    points = autograded_points(step)
+    solutions = {c.metadata.nbgrader.grade_id for name in notebooks(step) for c in read(ROOT / 'source' / step / name).cells
+                 if role(c) in ('solution', 'answer')}
+    students = [v.student for v in [*b.MUTANTS, *b.ALTERNATIVES]]
+    problems = [f'{s} twice' for s in set(students) if students.count(s) > 1]
+    problems += [f'{s} is a reserved name' for s in RESERVED & set(students)]
+    for v in b.MUTANTS:
+        problems += [f'{v.student}: caught_by {g} is not a test cell' for g in v.caught_by if g not in points]
+        problems += [f'{v.student}: caught_by is empty (a mistake no cell is meant to catch)'] * (not v.caught_by)
+    for v in b.ALTERNATIVES:
+        problems += [f'{v.student}: an alternative with caught_by {v.caught_by}'] * bool(v.caught_by)
+    for v in [*b.MUTANTS, *b.ALTERNATIVES]:
+        problems += [f'{v.student}: edits cell {g}, not a solution cell' for g, _, _ in v.edits if g not in solutions]
+    assert not problems, f'source/{step}/{INSTRUCTOR}/bank.py:\n' + '\n'.join(problems)
+
+
+@pytest.mark.parametrize('step', steps())
+def test_every_bank_edit_applies_once(step):
+    """demo_class() applies every edit: each old text occurs exactly once in the perfect submission's cell."""
+    if bank(step) is None:
+        pytest.skip('no bank')
+    cls = demo_class([step])
+    assert {'perfect', 'blank'} <= set(cls)
+
+
+@pytest.mark.parametrize('step', steps())
+def test_checks_judge_every_test_cell_outside_the_kernel(step):
+    """checks.py has the interface the grader calls, and judges every test cell: with nothing recorded, every verdict
+    fails. A test cell without a verdict scores on the kernel's word alone, which a hostile notebook can fake (the
+    corpus's hostile_try_except_every_cell would keep its points)."""
+    checks = instructor_module(step, 'checks')
+    assert checks is not None, f'source/{step}/{INSTRUCTOR}/checks.py is missing: PROBE, make_inputs(), verdicts() (see docs)'
+    for name in ('PROBE', 'make_inputs', 'verdicts'):
+        assert hasattr(checks, name), f'source/{step}/{INSTRUCTOR}/checks.py defines no {name}'
+    assert isinstance(checks.PROBE, str) and callable(checks.make_inputs) and callable(checks.verdicts)
+    verdicts = checks.verdicts(checks.make_inputs(), {})
+    points = autograded_points(step)
+    assert set(verdicts) <= set(points), f'verdicts for cells that are not test cells: {sorted(set(verdicts) - set(points))}'
+    unjudged = [g for g in points if not verdicts.get(g)]
+    assert not unjudged, f'test cells that an empty record does not fail (no verdict, or a lenient one): {unjudged}'

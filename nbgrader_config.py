@@ -20,7 +20,21 @@ from nbgrader.preprocessors import (  # noqa: E402
     SaveAutoGrades,
 )
 
+# --- active content (issue 10, docs/security.md): begin ---
+from active_content import (  # noqa: E402
+    WEB_FILES,
+    RemoveNewFiles,
+    SanitizeActiveContent,
+    SanitizeFeedback,
+    SnapshotFiles,
+    protect_formgrader,
+)
 from preprocessors import AddProbe, CapOutput, JudgeProbe, TestMessagesOnly  # noqa: E402
+
+# nbgrader's formgrader loads this file inside the Jupyter server started from the course: there, this adds
+# content-security headers to the formgrader's pages and served files. Anywhere else it does nothing.
+protect_formgrader()
+# --- active content: end ---
 
 c = get_config()  # noqa: F821
 
@@ -33,6 +47,8 @@ c.CourseDirectory.solution_directory = '.build/solution'
 # keeps, and stray probe files.
 c.CourseDirectory.ignore = ['.ipynb_checkpoints', '*.pyc', '__pycache__', 'feedback', 'instructor', '.original',
                             '_probe_*.npz']
+# Issue 10: nor any file a browser would run as a page or script (.html, .svg, .js ... : tools/active_content.py).
+c.CourseDirectory.ignore += WEB_FILES
 
 # The stub students see in place of each solution region, and in each written answer.
 c.ClearSolutions.code_stub = {'python': "# YOUR CODE HERE\nraise NotImplementedError('replace this line with your code')"}
@@ -54,11 +70,16 @@ c.IgnorePattern.pattern = r'\w*Warning: |Matplotlib is building the font cache'
 # AddProbe/JudgeProbe: source/<assignment>/instructor/checks.py
 # records the student code's numbers in the kernel and judges them here, in
 # nbgrader's own process, which never runs student code; a test cell whose claim does not hold there scores 0.
-c.Autograde.autograde_preprocessors = [AddProbe, Execute, JudgeProbe, IgnorePattern, ClearMetadataPreprocessor, CapOutput,
-                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+# SnapshotFiles/RemoveNewFiles: files the student's code wrote while graded are deleted (the formgrader serves that
+# folder); SanitizeActiveContent: no script or other active content in the outputs and markdown a grader opens.
+c.Autograde.autograde_preprocessors = [AddProbe, SnapshotFiles, Execute, JudgeProbe, RemoveNewFiles, IgnorePattern,
+                                       ClearMetadataPreprocessor, CapOutput, SanitizeActiveContent, SaveAutoGrades,
+                                       AssignLatePenalties, CheckCellMetadata]
 
 # `nbgrader export` writes grades.csv with a row per student: status, totals, every test cell, needs_manual_grading.
 c.ExportApp.plugin_class = 'grade.CellCsvExport'
 
 # Feedback shows each failed test's name and message, never the hidden tests' source or tracebacks quoting it.
-c.GenerateFeedback.preprocessors = [ClearHiddenTests, TestMessagesOnly, GetGrades, CSSHTMLHeaderPreprocessor]
+# SanitizeFeedback: the feedback pages are sanitized as the autograded notebooks are.
+c.GenerateFeedback.preprocessors = [ClearHiddenTests, TestMessagesOnly, GetGrades, CSSHTMLHeaderPreprocessor,
+                                    SanitizeFeedback]

@@ -31,6 +31,7 @@ from nbgrader.plugins import ExportPlugin
 
 import sandbox
 import warm
+from active_content import read_removed  # issue 10: what sanitizing removed, from the repair report
 from course import MARKER, ROOT, assignments, instructor_module, nbgrader_env, notebooks, role
 from repair import read_report, repair_submission
 
@@ -257,7 +258,8 @@ def status(aid, student):
         release = {grade_id(c): c.source for c in read(ROOT / 'release' / aid / name).cells if role(c) in ('solution', 'answer')}
         if all(c.source == release.get(grade_id(c)) for c in nb.cells if role(c) in ('solution', 'answer')):
             return 'blank'
-    return f'graded, {len(repairs)} repair{"s" * (len(repairs) > 1)}' if repairs else 'graded'
+    removed = ', active content removed' if read_removed(aid, student) else ''  # issue 10: tools/active_content.py
+    return (f'graded, {len(repairs)} repair{"s" * (len(repairs) > 1)}' if repairs else 'graded') + removed
 
 
 def rows(gradebook, aid):

@@ -370,29 +370,33 @@ def sha256(text):
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
-def own_handlers():
-    """Hashes of the inline event handlers written in nbgrader's formgrader templates (onclick="toggle_name(true);")."""
+def own_inline():
+    """(hashes of the inline scripts, hashes of the inline event handlers) written in nbgrader's formgrader templates
+    with no template expression in them, so the same in every page (the tooltips of the submission page's navigation bar,
+    onclick="toggle_name(true);")."""
     from nbgrader.server_extensions.formgrader import handlers
 
-    found = set()
+    scripts, events = set(), set()
     for path in Path(handlers.template_path).rglob('*'):
         if path.is_file():
             parser = _InlineScripts()
             parser.feed(path.read_text(errors='replace'))
-            found |= {sha256(h) for h in parser.handlers if '{' not in h}
-    return sorted(found)
+            scripts |= {sha256(s) for s in parser.scripts if s.strip() and '{{' not in s and '{%' not in s}
+            events |= {sha256(h) for h in parser.handlers if '{{' not in h and '{%' not in h}
+    return sorted(scripts), sorted(events)
 
 
-def page_policy(body, mathjax, handler_hashes):
-    """The formgrader page's policy: its scripts from this server (and MathJax's folder), and the inline scripts of its
-    <head> only, by hash: nbgrader writes the head from its templates and the course's ids; a submission's content is in
-    the <body>, where no inline script runs."""
+def page_policy(body, mathjax, own=((), ())):
+    """The formgrader page's policy: its scripts from this server (and MathJax's folder), and by hash, the inline scripts
+    of its <head> (nbgrader writes the head from its templates and the course's ids; a submission's content is in the
+    <body>) and own, the inline scripts and event handlers written as they are in nbgrader's templates (own_inline())."""
     text = body.decode('utf-8', 'replace')
     head = re.split(r'</head\s*>', text, maxsplit=1, flags=re.I)[0] if re.search(r'</head\s*>', text, re.I) else ''
     parser = _InlineScripts()
     parser.feed(head)
-    hashes = sorted({sha256(s) for s in parser.scripts})
-    handlers = ["'unsafe-hashes'", *handler_hashes] if handler_hashes else []
+    scripts, events = own
+    hashes = sorted({sha256(s) for s in parser.scripts} | set(scripts))
+    handlers = ["'unsafe-hashes'", *events] if events else []
     return '; '.join([
         "default-src 'self'",
         f"script-src 'self' {mathjax} {' '.join(hashes + handlers)}".strip(),
@@ -409,7 +413,7 @@ def _transform_class(base_url):
     from nbconvert.exporters import HTMLExporter
 
     mathjax = HTMLExporter().mathjax_url.rsplit('/', 1)[0] + '/'  # MathJax loads its parts from its own folder
-    handler_hashes = own_handlers()
+    own = own_inline()
     prefix = base_url.rstrip('/') + '/formgrader/'
     own_static = tuple(prefix + p for p in ('static/', 'fonts/', 'submissions/components/'))
     submission = re.compile(re.escape(prefix) + r'submissions/[^/]+/?$')
@@ -430,8 +434,13 @@ def _transform_class(base_url):
             files = path.startswith(prefix + 'submissions/') and not submission.match(path)
             if files:
                 headers['Content-Security-Policy'] = FILE_POLICY
+            elif status_code == 304:  # a cached page would take this response's policy: none of its scripts run
+                headers['Content-Security-Policy'] = "script-src 'none'"
             else:
-                headers['Content-Security-Policy'] = page_policy(chunk if finishing else b'', mathjax, handler_hashes)
+                headers['Content-Security-Policy'] = page_policy(chunk if finishing else b'', mathjax, own)
+                # Each page's policy hashes that page: never kept, so never revalidated with a 304 (see above).
+                headers['Cache-Control'] = 'no-store'
+                headers.pop('Etag', None)
             headers['X-Content-Type-Options'] = 'nosniff'
             return status_code, headers, chunk
 

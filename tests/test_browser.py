@@ -458,13 +458,13 @@ def hostile(instructor, page, course, lab):
     follow(frame, row.locator('a.name-hidden'), '**/submissions/**', 'formgrader.grades.loaded && formgrader.comments.loaded')
     submission = re.search(r'/formgrader/submissions/([^/]+)/', frame.url)[1]
     time.sleep(2)  # event handlers, onload, ontoggle, a srcdoc frame: time to fire
-    seen['text'] = frame.locator('#notebook-container').text_content()
+    seen['text'] = frame.locator('body').text_content()
     shoot(page, '09-formgrader-hostile-in-lab')
 
     tab = page.context.new_page()
     response = tab.goto(f'{base}/formgrader/submissions/{submission}/')
     seen['page_csp'] = response.headers.get('content-security-policy', '')
-    tab.wait_for_function('() => window.formgrader && formgrader.grades.loaded')
+    tab.wait_for_function('() => window.formgrader && formgrader.grades && formgrader.grades.loaded')
     time.sleep(2)
     tab.screenshot(path=SHOTS / '10-formgrader-hostile-tab.png')
     for name in ('pwn.html', 'extra.html', NAME):
@@ -481,7 +481,7 @@ def hostile(instructor, page, course, lab):
 
     # Positive control: the same payload, run for real in the formgrader's page, leaves all three traces.
     tab.goto(f'{base}/formgrader/submissions/{submission}/')
-    tab.wait_for_function('() => window.formgrader && formgrader.grades.loaded')
+    tab.wait_for_function('() => window.formgrader && formgrader.grades && formgrader.grades.loaded')
     tab.evaluate(f'() => {{ {payload("control")} }}')
     deadline = time.monotonic() + 20
     while not (root / 'XSS-control.txt').exists() and time.monotonic() < deadline:

@@ -446,20 +446,33 @@ def traces(vectors_only=True):
 
 
 @pytest.fixture(scope='module')
-def hostile(instructor, page, course, lab):
-    """The instructor opens the hostile submission in the formgrader (in the Lab's iframe, then in a tab of its own), the
-    files it served, and its feedback page; returns what was seen, then the positive control's traces."""
-    root, _ = course
+def hostile(page, course, lab):
+    """Once the class is graded, the instructor opens the hostile submission in the formgrader: through the Lab UI (a
+    window of the Lab of its own, on a fresh workspace: this journey does not rest on the student's and instructor's),
+    then in a tab of its own; then the files it served, and its feedback page. Returns what was seen, then the positive
+    control's traces."""
+    root, grading = course
+    assert grading.wait(timeout=600) == 0, (root.parent / 'grade.log').read_text()
     base = lab.split('/lab?')[0]
     seen = {'files': {}}
-    frame = page.locator('iframe').element_handle().content_frame()
-    follow(frame, frame.locator('.breadcrumb a', has_text=NOTEBOOK), f'**/gradebook/{AID}/{NOTEBOOK}')
+    ui = page.context.new_page()
+    ui.set_default_timeout(60_000)
+    ui.goto(lab.replace('/lab?', '/lab/workspaces/hostile?'))
+    menu(ui, 'Nbgrader', 'Formgrader')
+    frame = ui.locator('iframe').first.element_handle().content_frame()
+    frame.wait_for_url('**/formgrader/manage_assignments')
+    frame.wait_for_function('() => window.models && models.loaded')
+    follow(frame, frame.get_by_role('link', name='Manual Grading'), '**/gradebook')
+    follow(frame, frame.locator('#main-table a', has_text=re.compile(f'^{AID}$')), f'**/gradebook/{AID}')
+    follow(frame, frame.locator('#main-table a', has_text=NOTEBOOK), f'**/gradebook/{AID}/{NOTEBOOK}')
     row = frame.locator('#main-table tr', has=frame.locator('a.name-shown', has_text=re.compile(f'^\\s*{HOSTILE}\\s*$')))
-    follow(frame, row.locator('a.name-hidden'), '**/submissions/**', 'formgrader.grades.loaded && formgrader.comments.loaded')
+    follow(frame, row.locator('a.name-hidden'), '**/submissions/**',
+           'formgrader.grades && formgrader.grades.loaded && formgrader.comments && formgrader.comments.loaded')
     submission = re.search(r'/formgrader/submissions/([^/]+)/', frame.url)[1]
     time.sleep(2)  # event handlers, onload, ontoggle, a srcdoc frame: time to fire
     seen['text'] = frame.locator('body').text_content()
-    shoot(page, '09-formgrader-hostile-in-lab')
+    shoot(ui, '09-formgrader-hostile-in-lab')
+    ui.close()
 
     tab = page.context.new_page()
     response = tab.goto(f'{base}/formgrader/submissions/{submission}/')

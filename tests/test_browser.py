@@ -109,7 +109,7 @@ def lab(course, tmp_path_factory):
     server = subprocess.Popen([sys.executable, '-m', 'jupyterlab', '--no-browser', '--allow-root', '--ip=127.0.0.1',
                                f'--port={port}', f'--IdentityProvider.token={token}', f'--ServerApp.root_dir={root}',
                                '--LabApp.news_url=None'], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 180  # a loaded machine, grading at the same time
+    deadline = time.monotonic() + 300  # a loaded machine, grading at the same time
     while True:
         try:
             urllib.request.urlopen(f'http://127.0.0.1:{port}/api/status?token={token}', timeout=2)

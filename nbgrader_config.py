@@ -19,8 +19,20 @@ from nbgrader.preprocessors import (  # noqa: E402
     SaveAutoGrades,
 )
 
+from course.active_content import (  # noqa: E402
+    WEB_FILES,
+    RemoveNewFiles,
+    SanitizeActiveContent,
+    SanitizeFeedback,
+    SnapshotFiles,
+    protect_formgrader,
+)
 from course.cells import CODE_STUB, TEXT_STUB  # noqa: E402
 from course.preprocessors import AddProbe, CapOutput, JudgeProbe, RecordedExecute, TestMessagesOnly  # noqa: E402
+
+# nbgrader's formgrader loads this file inside the Jupyter server started from the course: there, this adds
+# content-security headers to the formgrader's pages and served files (docs/security.md). Anywhere else it does nothing.
+protect_formgrader()
 
 c = get_config()  # noqa: F821
 
@@ -33,6 +45,8 @@ c.CourseDirectory.solution_directory = '.build/solution'
 # keeps, and stray probe files.
 c.CourseDirectory.ignore = ['.ipynb_checkpoints', '*.pyc', '__pycache__', 'feedback', 'instructor', '.original',
                             '_probe_*.npz']
+# Issue 10: nor any file a browser would run as a page or script (.html, .svg, .js ... : course/active_content.py).
+c.CourseDirectory.ignore += WEB_FILES
 
 # The stub students see in place of each solution region, and in each written answer.
 c.ClearSolutions.code_stub = {'python': CODE_STUB}
@@ -55,11 +69,16 @@ c.IgnorePattern.pattern = r'\w*Warning: |Matplotlib is building the font cache'
 # records the student code's numbers in the kernel and judges them here, in
 # nbgrader's own process, which never runs student code; a test cell whose claim does not hold there scores 0.
 # RecordedExecute: nbgrader's Execute (configured as c.Execute), which also records the exception that stopped a notebook.
-c.Autograde.autograde_preprocessors = [AddProbe, RecordedExecute, JudgeProbe, IgnorePattern, ClearMetadataPreprocessor, CapOutput,
-                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+# SnapshotFiles/RemoveNewFiles: files the student's code wrote while graded are deleted (the formgrader serves that
+# folder); SanitizeActiveContent: no script or other active content in the outputs and markdown a grader opens.
+c.Autograde.autograde_preprocessors = [AddProbe, SnapshotFiles, RecordedExecute, JudgeProbe, RemoveNewFiles, IgnorePattern,
+                                       ClearMetadataPreprocessor, CapOutput, SanitizeActiveContent, SaveAutoGrades,
+                                       AssignLatePenalties, CheckCellMetadata]
 
 # `nbgrader export` writes grades.csv (a row per student and step), grades-cells.csv and grades-total.csv: course.export.
 c.ExportApp.plugin_class = 'course.export.CellCsvExport'
 
 # Feedback shows each failed test's name and message, never the hidden tests' source or tracebacks quoting it.
-c.GenerateFeedback.preprocessors = [ClearHiddenTests, TestMessagesOnly, GetGrades, CSSHTMLHeaderPreprocessor]
+# SanitizeFeedback: the feedback pages are sanitized as the autograded notebooks are.
+c.GenerateFeedback.preprocessors = [ClearHiddenTests, TestMessagesOnly, GetGrades, CSSHTMLHeaderPreprocessor,
+                                    SanitizeFeedback]

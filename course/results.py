@@ -12,6 +12,8 @@ A record holds:
   graded             whether nbgrader wrote the autograded notebooks
   cells              {grade_id or cell id: exception name} of cells that stopped with CellTimeoutError or DeadKernelError
   blank              whether every solution and answer cell is as released
+  removed            the active content (scripts, event handlers...) course.active_content took out of its outputs and
+                     markdown before anything renders them, as the autograded notebooks record it
   status, detail     decided by status() from the rest: see STATUSES
 """
 
@@ -22,7 +24,7 @@ from course.cells import grade_id, read, role
 from course.layout import ROOT, notebooks, result_path
 
 STATUSES = {
-    'graded': 'autograded (detail: how many repairs were made first)',
+    'graded': 'autograded (detail: how many repairs were made first; "active content removed": see the repair report)',
     'blank': 'autograded, and no solution or answer cell was touched',
     'unreadable': 'the notebook file is not a notebook (detail: why)',
     'needs attention': 'a human must decide first, e.g. which of several notebooks to grade (detail: what)',
@@ -36,7 +38,7 @@ STOPPING = ('CellTimeoutError', 'DeadKernelError')
 
 def new(step, student, kernel):
     return {'step': step, 'student': student, 'kernel': kernel, 'repairs': [], 'attention': [], 'unreadable': None,
-            'autograde': None, 'stopped': None, 'seconds': {}, 'graded': False, 'cells': {}, 'blank': False,
+            'autograde': None, 'stopped': None, 'seconds': {}, 'graded': False, 'cells': {}, 'blank': False, 'removed': [],
             'status': None, 'detail': ''}
 
 
@@ -88,7 +90,8 @@ def status(record):
     if record['blank']:
         return 'blank', ''
     n = len(record['repairs'])
-    return 'graded', f'{n} repair{"s" * (n > 1)}' if n else ''
+    details = [f'{n} repair{"s" * (n > 1)}'] * bool(n) + ['active content removed'] * bool(record.get('removed'))
+    return 'graded', ', '.join(details)
 
 
 def label(record):
@@ -101,13 +104,14 @@ def label(record):
 def facts(step, student, root=ROOT):
     """What the autograded notebooks say, for a record: whether they exist, the cells that stopped execution, whether the
     submission is blank. Read from the notebooks' outputs and cells, not from any log."""
-    graded, cells, blank = True, {}, True
+    graded, cells, blank, removed = True, {}, True, []
     for name in notebooks(step, root):
         path = Path(root) / 'autograded' / student / step / name
         if not path.exists():
             graded = False
             continue
         nb = read(path)
+        removed += nb.metadata.get('course', {}).get('active_content_removed', [])  # course.active_content
         for cell in nb.cells:
             for out in cell.get('outputs', []):
                 if out.get('ename') in STOPPING:
@@ -115,7 +119,7 @@ def facts(step, student, root=ROOT):
         released = {grade_id(c): c.source for c in read(Path(root) / 'release' / step / name).cells
                     if role(c) in ('solution', 'answer')}
         blank &= all(c.source == released.get(grade_id(c)) for c in nb.cells if role(c) in ('solution', 'answer'))
-    return {'graded': graded, 'cells': cells, 'blank': graded and blank}
+    return {'graded': graded, 'cells': cells, 'blank': graded and blank, 'removed': removed}
 
 
 def finish(step, student, root=ROOT):

@@ -22,7 +22,7 @@ from playwright.sync_api import sync_playwright
 
 from conftest import free_port
 from course.cells import MARKER, read, role
-from course.demo import DEMO_MARK
+from course.demo import solved
 from course.layout import ROOT, copy_course, notebooks, steps
 
 CHROMIUM = '/usr/bin/chromium'
@@ -34,7 +34,7 @@ STUDENT_SHOTS = ['01-student-opens-release', '02-student-locked-cell', '03-stude
                  '05-student-validate']
 INSTRUCTOR_SHOTS = ['06-formgrader-assignments', '07-formgrader-submissions', '08-formgrader-manual-grade']
 STUB = 'NotImplementedError: replace this line with your code'
-AID = steps()[0]
+AID = 'step4' if 'step4' in steps() else steps()[0]  # the journeys are scripted on the reference step
 NAME = notebooks(AID)[0]
 NOTEBOOK = NAME.removesuffix('.ipynb')
 RELEASE = read(ROOT / 'release' / AID / NAME).cells
@@ -66,18 +66,22 @@ def chromium():
     return CHROMIUM
 
 
+WRITE_DEMO = ('from course.demo import demo_class, write_class; from course.layout import ROOT; '
+              'write_class(demo_class(), ROOT / "submitted")')
+
+
 @pytest.fixture(scope='module')
 def course(tmp_path_factory):
     """A temporary copy of the course, with course.grade --demo autograding its demo class in the background."""
     root = copy_course(tmp_path_factory.mktemp('course'))
     for bank in (root / 'source').glob('*/instructor/bank.py'):  # a small demo class: the perfect and the blank submission
         bank.unlink()
+    # The demo class, written from release/ before the student edits it, and a hostile student (issue 10); then
+    # course.grade (make grade) grades them all.
+    subprocess.run([sys.executable, '-c', WRITE_DEMO], cwd=root, check=True)
+    write_hostile(root)
     log = open(root.parent / 'grade.log', 'w')
-    grading = subprocess.Popen([sys.executable, '-m', 'course.grade', '--demo'], cwd=root, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300  # a loaded machine (CI, parallel work) can take minutes
-    while not (root / 'submitted' / DEMO_MARK).exists():  # the demo class is written from release/: before the student edits it
-        assert grading.poll() is None and time.monotonic() < deadline, (root.parent / 'grade.log').read_text()
-        time.sleep(0.2)
+    grading = subprocess.Popen([sys.executable, '-m', 'course.grade'], cwd=root, stdout=log, stderr=subprocess.STDOUT)
     yield root, grading
     grading.kill()
     grading.wait()
@@ -101,7 +105,7 @@ def lab(course, tmp_path_factory):
     server = subprocess.Popen([sys.executable, '-m', 'jupyterlab', '--no-browser', '--allow-root', '--ip=127.0.0.1',
                                f'--port={port}', f'--IdentityProvider.token={token}', f'--ServerApp.root_dir={root}',
                                '--LabApp.news_url=None'], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300  # a loaded machine (CI, parallel work) can take minutes
+    deadline = time.monotonic() + 300  # a loaded machine (CI, parallel work, grading at the same time) can take minutes
     while True:
         try:
             urllib.request.urlopen(f'http://127.0.0.1:{port}/api/status?token={token}', timeout=2)
@@ -125,6 +129,7 @@ def page(chromium, tmp_path_factory):
     with sync_playwright() as p:
         browser = p.chromium.launch_persistent_context(tmp_path_factory.mktemp('profile'), executable_path=chromium,
                                                        args=CHROMIUM_ARGS, headless=True, viewport={'width': 1280, 'height': 860})
+        watch(browser)  # every page and frame of the browser, from the start: did a student's script run?
         page = browser.pages[0] if browser.pages else browser.new_page()
         page.set_default_timeout(60_000)
         yield page
@@ -358,3 +363,178 @@ def blank_fraction(path):
 def test_screenshot_of_each_step_shows_a_rendered_page(student, instructor, shot):
     fraction = blank_fraction(SHOTS / f'{shot}.png')
     assert fraction < 0.9, f'{shot}.png is {fraction:.0%} one colour: the page had not rendered'
+
+
+# --- Active content (issue 10): a hostile student's HTML and JavaScript must never run in the instructor's browser. ---
+# Every vector runs the same payload, named after it: it logs XSS-RAN-<vector> on the console, writes XSS-<vector>.txt into
+# the course root through the server's REST API with the instructor's session (as the attack of issue 10 did), and asks
+# nbgrader's Lab extension, over the formgrader iframe's message channel, to open XSS-<vector>-postmessage.txt. The
+# detector (watch()) records every console message and request of every page and frame of the browser; any of the
+# three traces of any vector fails the test. test_positive_control_* runs the payload for real to prove each trace is seen.
+
+HOSTILE = 'hostile'
+ACTIVITY = []  # (kind, text) of every console message and request of the browser
+TRACE = re.compile(r'XSS-(?:RAN-)?([a-z][a-z0-9_]*)')
+
+
+def watch(context):
+    context.on('console', lambda m: ACTIVITY.append(('console', m.text)))
+    context.on('request', lambda r: ACTIVITY.append(('request', f'{r.method} {r.url}')))
+
+
+def payload(vector):
+    """JavaScript a hostile student would run in the instructor's browser (base64: it survives markdown and quoting)."""
+    js = f"""console.log('XSS-RAN-{vector}');
+var t = (document.cookie.match(/_xsrf=([^;]+)/) || [])[1] || '';
+fetch('/api/contents/XSS-{vector}.txt', {{method: 'PUT', credentials: 'include', headers: {{'Content-Type': 'application/json',
+  'X-XSRFToken': decodeURIComponent(t)}}, body: JSON.stringify({{type: 'file', format: 'text', content: 'pwned'}})}});
+try {{ parent.postMessage(JSON.stringify({{command: 'docmanager:open',
+  arguments: {{path: 'XSS-{vector}_postmessage.txt'}}}}), '*'); }} catch (e) {{}}"""
+    return js
+
+
+def run_js(vector):
+    import base64
+
+    return f"eval(atob('{base64.b64encode(payload(vector).encode()).decode()}'))"
+
+
+def hostile_page(vector):
+    return (f'<html><body><h1>hi</h1><script>{run_js(vector)}</script>'
+            f'<img src="x" onerror="{run_js(vector + "_img")}"></body></html>')
+
+
+def write_hostile(root):
+    """submitted/hostile/<AID>/: the perfect submission carrying active content of every class of issue 10: rich outputs
+    of a code cell it adds (text/html with <script> and event handlers, application/javascript, text/markdown, SVG), a
+    markdown cell it adds and its written answer (raw HTML, an iframe's srcdoc, a javascript: link), a file its code
+    writes while graded (pwn.html), and a file submitted with the notebook (extra.html)."""
+    import nbformat
+
+    nb = solved(AID, NAME)
+    answer = next(c for c in nb.cells if c.metadata.get('nbgrader', {}).get('grade_id') == MANUAL.grade_id)
+    answer.source += (f'\n\n<img src="x" onerror="{run_js("answer_img")}"> <details open ontoggle="{run_js("answer_details")}">'
+                      f'more</details> <iframe srcdoc="<script>{run_js("answer_srcdoc")}</script>"></iframe>'
+                      f' [a link](javascript:{run_js("answer_link")})')
+    code = f"""from IPython.display import HTML, Javascript, Markdown, display
+display(HTML({f'<b>table</b><script>{run_js("html_script")}</script><img src="x" onerror="{run_js("html_img")}">'!r}))
+display(Javascript({run_js("javascript")!r}))
+display(Markdown({f'<img src="x" onerror="{run_js("markdown_output")}">'!r}))
+display({{'image/svg+xml': {f'<svg xmlns="http://www.w3.org/2000/svg" onload="{run_js("svg")}"/>'!r},
+         'text/plain': 'svg'}}, raw=True)
+with open('pwn.html', 'w') as f:
+    f.write({hostile_page('written_file')!r})"""
+    markdown = f'<script>{run_js("markdown_script")}</script>\n\n<svg onload="{run_js("markdown_svg")}"></svg> A cell of my own.'
+    nb.cells[1:1] = [nbformat.v4.new_markdown_cell(markdown), nbformat.v4.new_code_cell(code)]
+    folder = root / 'submitted' / HOSTILE / AID
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / NAME)
+    (folder / 'extra.html').write_text(hostile_page('submitted_file'))
+
+
+def traces(vectors_only=True):
+    """{vector: [how it was seen]} from the browser's activity and the course root's XSS-*.txt files."""
+    seen = {}
+    for kind, text in ACTIVITY:
+        for vector in TRACE.findall(text):
+            seen.setdefault(vector, []).append(f'{kind}: {text[:120]}')
+    return seen
+
+
+@pytest.fixture(scope='module')
+def hostile(page, course, lab):
+    """Once the class is graded, the instructor opens the hostile submission in the formgrader: through the Lab UI (a
+    window of the Lab of its own, on a fresh workspace: this journey does not rest on the student's and instructor's),
+    then in a tab of its own; then the files it served, and its feedback page. Returns what was seen, then the positive
+    control's traces."""
+    root, grading = course
+    assert grading.wait(timeout=600) == 0, (root.parent / 'grade.log').read_text()
+    base = lab.split('/lab?')[0]
+    seen = {'files': {}}
+    ui = page.context.new_page()
+    ui.set_default_timeout(60_000)
+    ui.goto(lab.replace('/lab?', '/lab/workspaces/hostile?'))
+    menu(ui, 'Nbgrader', 'Formgrader')
+    frame = ui.locator('iframe').first.element_handle().content_frame()
+    frame.wait_for_url('**/formgrader/manage_assignments')
+    frame.wait_for_function('() => window.models && models.loaded')
+    follow(frame, frame.get_by_role('link', name='Manual Grading'), '**/gradebook')
+    follow(frame, frame.locator('#main-table a', has_text=re.compile(f'^{AID}$')), f'**/gradebook/{AID}')
+    follow(frame, frame.locator('#main-table a', has_text=NOTEBOOK), f'**/gradebook/{AID}/{NOTEBOOK}')
+    row = frame.locator('#main-table tr', has=frame.locator('a.name-shown', has_text=re.compile(f'^\\s*{HOSTILE}\\s*$')))
+    follow(frame, row.locator('a.name-hidden'), '**/submissions/**',
+           'formgrader.grades && formgrader.grades.loaded && formgrader.comments && formgrader.comments.loaded')
+    submission = re.search(r'/formgrader/submissions/([^/]+)/', frame.url)[1]
+    time.sleep(2)  # event handlers, onload, ontoggle, a srcdoc frame: time to fire
+    seen['text'] = frame.locator('body').text_content()
+    shoot(ui, '09-formgrader-hostile-in-lab')
+    ui.close()
+
+    tab = page.context.new_page()
+    response = tab.goto(f'{base}/formgrader/submissions/{submission}/')
+    seen['page_csp'] = response.headers.get('content-security-policy', '')
+    tab.wait_for_function('() => window.formgrader && formgrader.grades && formgrader.grades.loaded')
+    time.sleep(2)
+    tab.screenshot(path=SHOTS / '10-formgrader-hostile-tab.png')
+    for name in ('pwn.html', 'extra.html', NAME):
+        response = tab.goto(f'{base}/formgrader/submissions/{submission}/{name}')
+        seen['files'][name] = (response.status, response.headers.get('content-security-policy', ''))
+        time.sleep(1)
+    feedback = root / 'feedback' / HOSTILE / AID / f'{NOTEBOOK}.html'
+    seen['feedback'] = feedback.exists()
+    if feedback.exists():
+        tab.goto(feedback.as_uri())
+        time.sleep(2)
+    seen['traces'] = traces()
+    seen['written'] = sorted(p.name for p in root.glob('XSS-*'))
+
+    # Positive control: the same payload, run for real in the formgrader's page, leaves all three traces.
+    tab.goto(f'{base}/formgrader/submissions/{submission}/')
+    tab.wait_for_function('() => window.formgrader && formgrader.grades && formgrader.grades.loaded')
+    tab.evaluate(f'() => {{ {payload("control")} }}')
+    deadline = time.monotonic() + 20
+    while not (root / 'XSS-control.txt').exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    seen['control'] = traces().get('control', [])
+    seen['control_file'] = (root / 'XSS-control.txt').exists()
+    tab.close()
+    return seen
+
+
+def test_no_script_of_a_hostile_submission_runs_in_the_formgrader_its_files_or_its_feedback(hostile):
+    ran = {v: how for v, how in hostile['traces'].items() if v != 'control'}
+    written = [name for name in hostile['written'] if name != 'XSS-control.txt']
+    assert not ran and not written, f'student scripts ran: {ran}; files written through the API: {written}'
+    assert hostile['feedback'], 'the hostile submission has no feedback page to open'
+
+
+def test_positive_control_the_detector_sees_a_script_that_runs(hostile):
+    kinds = {how.split(':')[0] for how in hostile['control']}
+    assert kinds == {'console', 'request'} and hostile['control_file'], (
+        f'the payload, run in the formgrader page, left {hostile["control"]} and wrote the file: {hostile["control_file"]}')
+
+
+def test_formgrader_serves_pages_and_files_with_content_security_headers(hostile):
+    assert "script-src 'self'" in hostile['page_csp'] and 'unsafe-inline' not in hostile['page_csp'].split('style-src')[0], (
+        f'formgrader page CSP: {hostile["page_csp"]!r}')
+    status, csp = hostile['files'][NAME]
+    assert status == 200 and csp.startswith('sandbox'), f'the submitted notebook served with status {status}, CSP {csp!r}'
+    served = {name: got for name, got in hostile['files'].items() if name != NAME and got[0] != 404}
+    assert not served, f'the file written while graded, or the HTML file submitted, is served: {served}'
+
+
+def test_hostile_submission_is_graded_with_a_note_and_the_report_lists_what_was_removed(hostile, course):
+    import csv
+
+    root, _ = course
+    with open(root / 'grades.csv', newline='') as f:
+        status = next(r['status'] for r in csv.DictReader(f) if r['student_id'] == HOSTILE)
+    report = (root / 'repairs' / HOSTILE / f'{AID}.txt').read_text()
+    assert status.startswith('graded') and status.endswith('active content removed'), status
+    for what in ('<script>', 'onerror on <img>', 'application/javascript', 'image/svg+xml', '<iframe>', 'href on <a>',
+                 '<details>', 'pwn.html'):
+        assert what in report, f'{what} missing from the repair report:\n{report}'
+
+
+def test_the_grader_sees_what_the_hostile_student_wrote_as_text(hostile):
+    assert 'A cell of my own.' in hostile['text'] and '<script>' in hostile['text'], hostile['text'][:2000]

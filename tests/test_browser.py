@@ -530,7 +530,7 @@ def test_hostile_submission_is_graded_with_a_note_and_the_report_lists_what_was_
     with open(root / 'grades.csv', newline='') as f:
         status = next(r['status'] for r in csv.DictReader(f) if r['student_id'] == HOSTILE)
     report = (root / 'repairs' / HOSTILE / f'{AID}.txt').read_text()
-    assert status.startswith('graded') and status.endswith('active content removed'), status
+    assert status.startswith('graded') and 'active content removed' in status, status
     for what in ('<script>', 'onerror on <img>', 'application/javascript', 'image/svg+xml', '<iframe>', 'href on <a>',
                  '<details>', 'pwn.html'):
         assert what in report, f'{what} missing from the repair report:\n{report}'

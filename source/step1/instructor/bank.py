@@ -1,0 +1,137 @@
+"""Step 1's bank: realistic student mistakes, each with the test cells meant to catch it, and correct alternatives.
+
+Each variant is the perfect submission with a few edits (grade_id of a solution cell, old text, new text), made as a student
+would make them. The kill-matrix test (tests/test_grading.py) and `make demo` autograde every one through nbgrader: a
+mistake must lose points in every cell of `caught_by`, and an alternative must keep full marks.
+"""
+
+from typing import NamedTuple
+
+
+class Variant(NamedTuple):
+    student: str  # its id in the demo class and the kill matrix
+    edits: tuple  # (grade_id of the solution cell, old text, new text), ...
+    caught_by: tuple = ()  # grade_ids of the test cells that must lose points; empty for a correct alternative
+    notebook: str = None  # None: the assignment's only notebook
+
+
+VOCAB_RETURN = 'return sorted(set(text))'
+ENCODE_BODY = """    try:
+        return [stoi[c] for c in s]
+    except KeyError as e:
+        raise KeyError(f'{e.args[0]!r} is not one of the {V} characters of the vocabulary') from None"""
+DECODE = "return ''.join(itos[i] for i in ids)"
+SPLIT = 'n = int(frac * len(data))'
+PICK = "d = train_data if split == 'train' else val_data"
+STARTS = 'ix = torch.randint(len(d) - T, (B,))'
+X = 'x = torch.stack([d[i:i + T] for i in ix])'
+Y = 'y = torch.stack([d[i + 1:i + T + 1] for i in ix])'
+COUNTS = 'return torch.bincount(ids, minlength=V)'
+NORMALISE = 'p = counts.double() / counts.sum()'
+DROP_ZEROS = '    p = p[p > 0]  # 0 log 0 = 0: leave out the symbols that never occur\n'
+ENTROPY = 'return -(p * torch.log2(p)).sum().item()'
+
+VOCAB_CELL = ('vocab_is_sorted_distinct_and_complete',)
+IDS_CELL = ('encode_gives_one_int_per_character',)
+ROUND_TRIP = ('encode_decode_round_trip',)
+UNKNOWN = ('encode_rejects_unknown_characters',)
+SPLIT_CELL = ('split_is_contiguous_90_10',)
+SHAPES = ('get_batch_shapes_and_dtype',)
+SHIFT = ('get_batch_targets_are_x_shifted_by_one',)
+INSIDE = ('get_batch_windows_stay_inside_their_split',)
+UNIFORM = ('get_batch_starts_are_uniform',)
+NO_MIX = ('get_batch_splits_do_not_mix',)
+COUNTS_CELL = ('char_counts_counts_every_symbol',)
+ENTROPY_CELL = ('entropy_bits_small_cases',)
+ZEROS = ('entropy_bits_ignores_zero_counts',)
+
+
+def vocab(old, new):
+    return (('build_vocab', old, new),)
+
+
+def codec(*edits):
+    return tuple(('codec', old, new) for old, new in edits)
+
+
+def batch(*edits):
+    return tuple(('get_batch', old, new) for old, new in edits)
+
+
+def freq(*edits):
+    return tuple(('frequencies', old, new) for old, new in edits)
+
+
+MUTANTS = [
+    # build_vocab
+    Variant('vocab_unsorted_set_order', vocab(VOCAB_RETURN, 'return list(set(text))'), VOCAB_CELL + IDS_CELL),
+    Variant('vocab_in_order_of_first_appearance', vocab(VOCAB_RETURN, 'return list(dict.fromkeys(text))'),
+            VOCAB_CELL + IDS_CELL),
+    Variant('vocab_from_the_train_split_only', vocab(VOCAB_RETURN, 'return sorted(set(text[:int(0.9 * len(text))]))'),
+            VOCAB_CELL),
+    # encode / decode
+    Variant('encode_returns_a_tensor', codec(('return [stoi[c] for c in s]', 'return torch.tensor([stoi[c] for c in s])')),
+            IDS_CELL),
+    Variant('encode_drops_unknown_characters', codec((ENCODE_BODY, '    return [stoi[c] for c in s if c in stoi]')), UNKNOWN),
+    Variant('encode_maps_unknown_to_id_0', codec((ENCODE_BODY, '    return [stoi.get(c, 0) for c in s]')), UNKNOWN),
+    Variant('encode_raises_value_error', codec((
+        "raise KeyError(f'{e.args[0]!r} is not one", "raise ValueError(f'{e.args[0]!r} is not one")), UNKNOWN),
+    Variant('ids_start_at_1_reserving_0_for_padding', codec(('return [stoi[c] for c in s]', 'return [stoi[c] + 1 for c in s]'),
+                                                            (DECODE, "return ''.join(itos[i - 1] for i in ids)")), IDS_CELL),
+    Variant('decode_joins_with_spaces', codec((DECODE, "return ' '.join(itos[i] for i in ids)")), ROUND_TRIP),
+    # split_data
+    Variant('split_shuffles_the_characters', (('split_data', SPLIT, 'data = data[torch.randperm(len(data))]\n    ' + SPLIT),),
+            SPLIT_CELL),
+    Variant('split_at_90_percent_of_the_vocabulary', (('split_data', SPLIT, 'n = int(frac * V)'),), SPLIT_CELL),
+    Variant('split_loses_the_character_at_the_cut', (('split_data', 'return data[:n], data[n:]', 'return data[:n], data[n + 1:]'),),
+            SPLIT_CELL),
+    # get_batch: the targets
+    Variant('targets_not_shifted', batch((Y, 'y = torch.stack([d[i:i + T] for i in ix])')), SHIFT),
+    Variant('targets_rolled_last_wraps_around', batch((Y, 'y = torch.roll(x, -1, dims=1)')), SHIFT),
+    Variant('targets_one_short', batch((Y, 'y = torch.stack([d[i + 1:i + T] for i in ix])')), SHAPES + SHIFT),
+    # get_batch: the starts
+    Variant('randint_bound_runs_past_the_end', batch((STARTS, 'ix = torch.randint(len(d) - T + 1, (B,))')), INSIDE + UNIFORM),
+    Variant('randint_over_the_whole_split', batch((STARTS, 'ix = torch.randint(len(d), (B,))')), INSIDE + UNIFORM),
+    Variant('randint_never_draws_the_last_start', batch((STARTS, 'ix = torch.randint(len(d) - T - 1, (B,))')), UNIFORM),
+    # get_batch: the split
+    Variant('split_argument_ignored', batch((PICK, 'd = train_data')), INSIDE + NO_MIX),
+    Variant('splits_swapped', batch((PICK, "d = val_data if split == 'train' else train_data")), INSIDE + NO_MIX),
+    Variant('batches_from_the_whole_text', batch((PICK, 'd = data')), INSIDE + NO_MIX),
+    # char_counts
+    Variant('counts_without_minlength', freq((COUNTS, 'return torch.bincount(ids)')), COUNTS_CELL),
+    Variant('counts_as_floats', freq((COUNTS, 'return torch.zeros(V).index_add_(0, ids, torch.ones(len(ids)))')), COUNTS_CELL),
+    # entropy_bits
+    Variant('entropy_in_nats', freq((ENTROPY, 'return -(p * torch.log(p)).sum().item()')), ENTROPY_CELL),
+    Variant('entropy_log_of_zero_counts', freq((DROP_ZEROS, '')), ZEROS),
+    Variant('entropy_of_unnormalised_counts', freq((NORMALISE, 'p = counts.double()')), ENTROPY_CELL),
+    Variant('entropy_averaged_not_summed', freq((ENTROPY, 'return -(p * torch.log2(p)).mean().item()')), ENTROPY_CELL),
+    Variant('entropy_sign_dropped', freq((ENTROPY, 'return (p * torch.log2(p)).sum().item()')), ENTROPY_CELL),
+    Variant('entropy_normalised_by_the_number_of_symbols', freq((NORMALISE, 'p = counts.double() / len(counts)')),
+            ENTROPY_CELL),
+]
+
+ALTERNATIVES = [
+    Variant('alt_vocab_sorted_list_of_set', vocab(VOCAB_RETURN, 'return sorted(list(set(text)))')),
+    Variant('alt_vocab_sorted_dict_keys', vocab(VOCAB_RETURN, 'return sorted(dict.fromkeys(text))')),
+    Variant('alt_encode_plain_lookup', codec((ENCODE_BODY, '    return [stoi[c] for c in s]'))),
+    Variant('alt_encode_loop_with_own_message', codec((ENCODE_BODY, """    ids = []
+    for c in s:
+        if c not in stoi:
+            raise KeyError(f'unknown character {c!r}')
+        ids.append(stoi[c])
+    return ids"""))),
+    Variant('alt_decode_by_chars', codec((DECODE, "return ''.join(chars[i] for i in ids)"))),
+    Variant('alt_split_with_torch_split', (('split_data', 'return data[:n], data[n:]',
+                                            'train, val = torch.split(data, [n, len(data) - n])\n    return train, val'),)),
+    Variant('alt_batch_fancy_indexing', batch((X, 'x = d[ix[:, None] + torch.arange(T)]'),
+                                              (Y, 'y = d[ix[:, None] + torch.arange(1, T + 1)]'))),
+    Variant('alt_batch_unfold_windows', batch((X, 'w = d.unfold(0, T + 1, 1)[ix]  # (B,T+1)\n    x = w[:, :-1]'),
+                                              (Y, 'y = w[:, 1:]'))),
+    Variant('alt_batch_dict_and_low_high', batch((PICK, "d = {'train': train_data, 'val': val_data}[split]"),
+                                                 (STARTS, 'ix = torch.randint(0, len(d) - T, (B,))'))),
+    Variant('alt_counts_scatter_add', freq((COUNTS, 'return torch.zeros(V, dtype=torch.long).scatter_add_(0, ids, torch.ones_like(ids))'))),
+    Variant('alt_entropy_xlogy_float32', freq((NORMALISE, 'p = counts / counts.sum()'), (DROP_ZEROS, ''),
+                                              (ENTROPY, 'return (-torch.xlogy(p, p).sum() / math.log(2)).item()'))),
+    Variant('alt_entropy_special_entr', freq((DROP_ZEROS, ''), (ENTROPY, 'return torch.special.entr(p).sum().item() / math.log(2)'))),
+    Variant('alt_entropy_clamped_log', freq((DROP_ZEROS, ''), (ENTROPY, 'return -(p * torch.log2(p.clamp_min(1e-30))).sum().item()'))),
+]

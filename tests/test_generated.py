@@ -45,6 +45,57 @@ def test_release_leaks_no_solution_or_hidden_test_line(notebook):
                   if (line in release.get(cell.id, ()) and line not in own) or (line in everywhere and line not in shown)]
     assert not leaks, 'solution or hidden-test lines in the release:\n' + '\n'.join(leaks)
     assert not any(MARKER.search(line + '\n') for line in everywhere), 'a ### BEGIN/END marker line survived into the release'
+    shown = visible_solution_lines(source, read(ROOT / 'release' / aid / name))  # e.g. a visible "reference" = the answer
+    assert not shown, 'solution lines shown in visible cells of the release:\n' + '\n'.join(f'{c}: {line}' for c, line in shown)
+
+
+def code_of(line):
+    """A line without its comment: everything from the first # that is not inside a string literal."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote and line[i - 1] != '\\':
+                quote = None
+        elif ch in '"\'':
+            quote = ch
+        elif ch == '#':
+            return line[:i]
+    return line
+
+
+def shape_of(line):
+    """A line as the leak test compares it: its code without comment, `return`, assignment target, spaces, literal
+    integers or one-letter names (so `ref = softmax(s) * tril(ones(6, 6))` matches `return softmax(s) * tril(ones(T, T))`)."""
+    line = re.sub(r'^\s*return\b', '', code_of(line).strip())
+    line = re.sub(r'^[^=()\'"]+=(?!=)', '', line)
+    line = re.sub(r'\b(\d+|[A-Za-z_])\b', '#', line)
+    return re.sub(r'\s+', '', line)
+
+
+def solution_shapes(cell):
+    """{shape: line} of the non-trivial lines of cell's solution regions (not a `with`/`for`/`if` header) that the cell does
+    not already show outside them."""
+    given = {shape_of(line) for line in REGION.sub('', cell.source).splitlines()}
+    return {shape_of(line): line.strip() for region in REGION.findall(cell.source) if region[0] == 'SOLUTION'
+            for line in region[1].splitlines()
+            if len(shape_of(line)) >= 16 and not shape_of(line).endswith(':') and shape_of(line) not in given}
+
+
+def visible_solution_lines(source, release):
+    """(release cell id, solution line) for every solution line that a visible cell of release shows, as it is or as the
+    same expression with other numbers, names of one letter, comment or assignment target."""
+    solutions = {}
+    for cell in source.cells:
+        if role(cell) == 'solution':
+            solutions.update(solution_shapes(cell))
+    found = []
+    for cell in release.cells:
+        if role(cell) in ('solution', 'answer'):
+            continue
+        for line in cell.source.splitlines():
+            shape = shape_of(line)
+            found += [(cell.id, solutions[s]) for s in solutions if s == shape or (len(s) >= 24 and s in shape)]
+    return found
 
 
 def test_source_and_release_have_no_outputs(notebook):
@@ -66,7 +117,8 @@ def test_every_test_cell_is_locked_scored_and_says_what_it_checks(notebook):
 
 
 def test_numbers_in_the_prose_are_printed_by_the_solution(notebook):
-    """A markdown cell with metadata course.numbers_from quotes only numbers that the named cell prints."""
+    """A markdown cell with metadata course.numbers_from quotes only numbers that the named cell prints; the phrases it
+    lists in course.quotes (for claims made with whole numbers, such as a rank) must be printed by that cell word for word."""
     _, name = notebook
     nb = read(ROOT / 'notebooks' / name)
     printed = {c.id: ''.join(o.get('text', '') for o in c.outputs) for c in nb.cells if c.cell_type == 'code'}
@@ -75,8 +127,9 @@ def test_numbers_in_the_prose_are_printed_by_the_solution(notebook):
         ref = cell.metadata.get('course', {}).get('numbers_from')
         if ref:
             numbers = re.findall(r'(?<![\w.])\d+\.\d+', cell.source)
-            missing = [n for n in numbers if n not in printed[ref]]
-            assert numbers and not missing, f'{cell.id} quotes {missing}, which {ref} does not print:\n{printed[ref]}'
+            quotes = cell.metadata['course'].get('quotes', [])
+            missing = [n for n in numbers if n not in printed[ref]] + [q for q in quotes if q not in printed[ref]]
+            assert (numbers or quotes) and not missing, f'{cell.id} quotes {missing}, which {ref} does not print:\n{printed[ref]}'
             checked += 1
     assert checked, 'no markdown cell declares course.numbers_from'
 

@@ -1,0 +1,201 @@
+"""Step 5's bank: realistic student mistakes, each with the test cells meant to catch it, and correct alternatives.
+
+Each variant is the perfect submission with a few edits (grade_id of a solution cell, old text, new text), made as a student
+would make them. The kill-matrix test (tests/test_grading.py) and `make demo` autograde every one through nbgrader: a
+mistake must lose points in every cell of `caught_by`, and an alternative must keep full marks.
+"""
+
+from typing import NamedTuple
+
+
+class Variant(NamedTuple):
+    student: str  # its id in the demo class and the kill matrix
+    edits: tuple  # (grade_id of the solution cell, old text, new text), ...
+    caught_by: tuple = ()  # grade_ids of the test cells that must lose points; empty for a correct alternative
+    notebook: str = None  # None: the assignment's only notebook
+
+
+MUTANTS = []
+ALTERNATIVES = []
+
+TORCH_MHA = ('mha_matches_torch_multihead_attention',)
+TORCH_BATCHED = ('batched_matches_torch_multihead_attention',)
+AGREE = ('batched_agrees_with_heads_after_copy',)
+LN_REF = ('layernorm_matches_torch',)
+CAUSAL = ('block_causal_by_perturbation', 'block_causal_by_gradient')
+CAT = 'out = torch.cat([h(x) for h in self.heads], dim=-1)'
+SPLIT_VIEWS = """        q = q.view(B, T, nh, hs).transpose(1, 2)  # (B,nh,T,hs)
+        k = k.view(B, T, nh, hs).transpose(1, 2)  # (B,nh,T,hs)
+        v = v.view(B, T, nh, hs).transpose(1, 2)  # (B,nh,T,hs)"""
+MERGE = 'out = (A @ v).transpose(1, 2).contiguous().view(B, T, C)'
+SCORES = 'scores = q @ k.transpose(-2, -1) * hs**-0.5'
+VAR = 'var = x.var(dim=-1, keepdim=True, unbiased=False)'
+NORMALISE = 'return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias'
+FIRST = 'x = x + self.attn(self.ln1(x))'
+SECOND = 'x = x + self.ffwd(self.ln2(x))'
+FF_BIAS = 'feed_forward = (d * 4 * d + 4 * d) + (4 * d * d + d)'
+
+
+def mha(*edits):
+    return tuple(('mha', old, new) for old, new in edits)
+
+
+def batched(*edits):
+    return tuple(('batched_mha', old, new) for old, new in edits)
+
+
+def ln(*edits):
+    return tuple(('layernorm', old, new) for old, new in edits)
+
+
+def block(*edits):
+    return tuple(('block', old, new) for old, new in edits)
+
+
+def params(*edits):
+    return tuple(('param_formulas', old, new) for old, new in edits)
+
+
+MUTANTS = [
+    # MultiHeadAttention, heads side by side
+    Variant('heads_concatenated_on_time_axis', mha((CAT, 'out = torch.cat([h(x) for h in self.heads], dim=1)')),
+            TORCH_MHA + CAUSAL),
+    Variant('heads_stacked_then_reshaped', mha((CAT, 'out = torch.stack([h(x) for h in self.heads], dim=1)'
+                                                     '.reshape(x.shape)')), TORCH_MHA),
+    Variant('output_projection_missing', mha(('return self.proj(out)  # (B,T,d)', 'return out  # (B,T,d)')), TORCH_MHA),
+    Variant('heads_of_full_width', mha(('ModuleList([Head(d, d // n_head, T_max)', 'ModuleList([Head(d, d, T_max)'),
+                                       ('self.proj = nn.Linear(d, d, bias=False)', 'self.proj = nn.Linear(n_head * d, d, bias=False)')),
+            TORCH_MHA + ('mha_has_h_bias_free_heads_and_projection',)),
+    Variant('projection_with_bias', mha(('self.proj = nn.Linear(d, d, bias=False)', 'self.proj = nn.Linear(d, d)')),
+            ('mha_has_h_bias_free_heads_and_projection',)),
+    Variant('heads_not_causal', mha(('ModuleList([Head(d, d // n_head, T_max)', 'ModuleList([Head(d, d // n_head, T_max, causal=False)')),
+            TORCH_MHA + CAUSAL),
+    # BatchedMultiHeadAttention
+    Variant('view_heads_without_transpose', batched((SPLIT_VIEWS, """        q = q.view(B, nh, T, hs)  # (B,nh,T,hs)
+        k = k.view(B, nh, T, hs)  # (B,nh,T,hs)
+        v = v.view(B, nh, T, hs)  # (B,nh,T,hs)""")), TORCH_BATCHED + AGREE),
+    Variant('merge_heads_without_transpose', batched((MERGE, 'out = (A @ v).reshape(B, T, C)')), TORCH_BATCHED + AGREE),
+    Variant('batched_scaled_by_model_width', batched((SCORES, 'scores = q @ k.transpose(-2, -1) * C**-0.5')),
+            TORCH_BATCHED + AGREE),
+    Variant('qkv_split_as_k_q_v', batched(('q, k, v = self.qkv(x).split(C, dim=-1)', 'k, q, v = self.qkv(x).split(C, dim=-1)')),
+            TORCH_BATCHED + AGREE),
+    Variant('batched_mask_not_sliced', batched(('self.tril[:T, :T] == 0', 'self.tril == 0')), TORCH_BATCHED),
+    Variant('heads_interleaved_by_view_order', batched((SPLIT_VIEWS, """        q = q.view(B, T, hs, nh).permute(0, 3, 1, 2)  # (B,nh,T,hs)
+        k = k.view(B, T, hs, nh).permute(0, 3, 1, 2)  # (B,nh,T,hs)
+        v = v.view(B, T, hs, nh).permute(0, 3, 1, 2)  # (B,nh,T,hs)""")), TORCH_BATCHED + AGREE),
+    # LayerNorm
+    Variant('layernorm_unbiased_variance', ln((VAR, 'var = x.var(dim=-1, keepdim=True)')), LN_REF),
+    Variant('layernorm_std_plus_eps', ln((NORMALISE, 'return (x - mean) / (var.sqrt() + self.eps) * self.weight + self.bias')),
+            LN_REF),
+    Variant('layernorm_over_positions', ln(('mean = x.mean(dim=-1, keepdim=True)', 'mean = x.mean(dim=-2, keepdim=True)'),
+                                           (VAR, 'var = x.var(dim=-2, keepdim=True, unbiased=False)')),
+            LN_REF + ('layernorm_shift_invariant', 'layernorm_scale_invariant') + CAUSAL),
+    Variant('layernorm_eps_hard_coded', ln(('torch.sqrt(var + self.eps)', 'torch.sqrt(var + 1e-5)')), LN_REF),
+    Variant('layernorm_no_centering', ln(('return (x - mean) /', 'return x /')), LN_REF + ('layernorm_shift_invariant',)),
+    Variant('layernorm_gain_and_shift_swapped', ln(('self.weight = nn.Parameter(torch.ones(d))', 'self.weight = nn.Parameter(torch.zeros(d))'),
+                                                   ('self.bias = nn.Parameter(torch.zeros(d))', 'self.bias = nn.Parameter(torch.ones(d))'),
+                                                   (NORMALISE, 'return (x - mean) / torch.sqrt(var + self.eps) * self.bias + self.weight')),
+            LN_REF),
+    # FeedForward
+    Variant('feedforward_without_nonlinearity', (('feedforward', '    self.net = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))',
+                                                  '    self.net = nn.Sequential(nn.Linear(d, 4 * d), nn.Linear(4 * d, d))'),),
+            ('feedforward_is_a_4x_gelu_mlp',)),
+    Variant('feedforward_relu', (('feedforward', '4 * d), nn.GELU(), nn.Linear(4 * d, d))\n', '4 * d), nn.ReLU(), nn.Linear(4 * d, d))\n'),), ('feedforward_is_a_4x_gelu_mlp',)),
+    Variant('feedforward_no_expansion', (('feedforward', '    self.net = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))',
+                                          '    self.net = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d))'),),
+            ('feedforward_is_a_4x_gelu_mlp',)),
+    # Block
+    Variant('block_post_norm', block((FIRST, 'x = self.ln1(x + self.attn(x))'), (SECOND, 'x = self.ln2(x + self.ffwd(x))')),
+            ('block_residual_path', 'block_is_pre_norm')),
+    Variant('residual_added_to_normed_input', block((FIRST, 'x = self.ln1(x)\n        x = x + self.attn(x)'),
+                                                    (SECOND, 'x = self.ln2(x)\n        x = x + self.ffwd(x)')),
+            ('block_residual_path', 'block_is_pre_norm')),
+    Variant('second_residual_missing', block((SECOND, 'x = self.ffwd(self.ln2(x))')), ('block_residual_path', 'block_is_pre_norm')),
+    Variant('ln1_used_twice', block((SECOND, 'x = x + self.ffwd(self.ln1(x))')), ('block_is_pre_norm',)),
+    Variant('branches_in_parallel', block((FIRST + '  # (B,T,d)\n        ' + SECOND,
+                                           'x = x + self.attn(self.ln1(x)) + self.ffwd(self.ln2(x))')),
+            ('block_is_pre_norm',)),
+    # Why residuals
+    Variant('grad_norms_norm_flag_ignored', (('grad_norms', 'if norm else (nn.Identity(), nn.Identity())', ''),),
+            ('plain_stack_gradient_vanishes',)),
+    Variant('grad_norms_residual_flag_ignored', (('grad_norms', 'h = h + a if residual else a', 'h = h + a'),
+                                                 ('grad_norms', 'h = h + f if residual else f', 'h = h + f')),
+            ('plain_stack_gradient_vanishes',)),
+    Variant('grad_norms_of_activations', (('grad_norms', 'return [gr.norm().item() for gr in grads]',
+                                           'return [t.norm().item() for t in xs]'),),
+            ('residuals_keep_the_input_gradient',)),
+    Variant('grad_norms_reversed', (('grad_norms', 'return [gr.norm().item() for gr in grads]',
+                                     'return [gr.norm().item() for gr in grads][::-1]'),),
+            ('residuals_keep_the_input_gradient', 'plain_stack_gradient_vanishes')),
+    # Every parameter counted
+    Variant('block_count_without_layernorms', params(('return attention + feed_forward + layer_norms',
+                                                      'return attention + feed_forward')),
+            ('block_param_formula', 'gpt_param_formula', 'gpt2_small_count')),
+    Variant('block_count_without_ffwd_biases', params((FF_BIAS, 'feed_forward = 8 * d * d')),
+            ('block_param_formula', 'gpt_param_formula', 'gpt2_small_count')),
+    Variant('block_count_layernorm_gain_only', params(('layer_norms = 2 * (d + d)', 'layer_norms = 2 * d')),
+            ('block_param_formula', 'gpt_param_formula', 'gpt2_small_count')),
+    Variant('attention_bias_only_on_qkv', params(('(4 * d if attn_bias else 0)', '(3 * d if attn_bias else 0)')),
+            ('block_param_formula', 'gpt_param_formula', 'gpt2_small_count')),
+    Variant('attention_counted_per_head_size', params(('attention = 4 * d * d', 'attention = 4 * d * (d // 4)')),
+            ('block_param_formula', 'gpt_param_formula')),
+    Variant('gpt_count_without_final_layernorm', params(('n_layer * block_params(d, attn_bias) + 2 * d + head',
+                                                         'n_layer * block_params(d, attn_bias) + head')),
+            ('gpt_param_formula', 'gpt2_small_count')),
+    Variant('gpt_count_tied_head_counted_twice', params(('head = 0 if tied else V * d', 'head = V * d')),
+            ('gpt_param_formula', 'gpt2_small_count')),
+    Variant('gpt_count_without_positions', params(('embeddings = V * d + T_max * d', 'embeddings = V * d')),
+            ('gpt_param_formula', 'gpt2_small_count')),
+    # Rank
+    Variant('rank_of_weights_not_scores', (('rank_report', 'matrix_rank(q @ k.T / hs**0.5)',
+                                            'matrix_rank(torch.softmax(q @ k.T / hs**0.5, dim=-1))'),),
+            ('ranks_low_per_head_full_for_the_layer',)),
+    Variant('rank_layer_map_of_one_head', (('rank_report', 'matrix_rank(sum(maps))', 'matrix_rank(maps[0])'),),
+            ('ranks_low_per_head_full_for_the_layer',)),
+    Variant('rank_head_maps_without_output_slice', (('rank_report', 'W_O[i * hs:(i + 1) * hs]', 'W_O[:hs]'),),
+            ('ranks_low_per_head_full_for_the_layer',)),
+]
+
+ALTERNATIVES = [
+    Variant('alt_heads_stacked_and_flattened', mha((CAT, 'out = torch.stack([h(x) for h in self.heads], dim=-2).flatten(-2)'))),
+    Variant('alt_heads_modulelist_from_generator', mha(('nn.ModuleList([Head(d, d // n_head, T_max) for _ in range(n_head)])',
+                                                        'nn.ModuleList(Head(d, d // n_head, T_max) for _ in range(n_head))'))),
+    Variant('alt_batched_einsum', batched((SCORES, "scores = torch.einsum('bhqd,bhkd->bhqk', q, k) / hs**0.5"),
+                                          (MERGE, "out = torch.einsum('bhqk,bhkd->bqhd', A, v).reshape(B, T, C)"))),
+    Variant('alt_batched_sdpa', batched(("""        scores = q @ k.transpose(-2, -1) * hs**-0.5  # (B,nh,T,hs) @ (B,nh,hs,T) -> (B,nh,T,T)
+        scores = scores.masked_fill(self.tril[:T, :T] == 0, float('-inf'))  # (B,nh,T,T)
+        A = F.softmax(scores, dim=-1)  # (B,nh,T,T)
+        """ + MERGE, """        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B,nh,T,hs)
+        out = y.transpose(1, 2).reshape(B, T, C)"""))),
+    Variant('alt_batched_permute_and_chunk', batched(('q, k, v = self.qkv(x).split(C, dim=-1)', 'q, k, v = self.qkv(x).chunk(3, dim=-1)'),
+                                                     (SPLIT_VIEWS, """        q = q.reshape(B, T, nh, hs).permute(0, 2, 1, 3)  # (B,nh,T,hs)
+        k = k.reshape(B, T, nh, hs).permute(0, 2, 1, 3)  # (B,nh,T,hs)
+        v = v.reshape(B, T, nh, hs).permute(0, 2, 1, 3)  # (B,nh,T,hs)"""))),
+    Variant('alt_layernorm_F_layer_norm', ln(("""        mean = x.mean(dim=-1, keepdim=True)  # (...,1)
+        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (...,1), the biased variance
+        """ + NORMALISE, '        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)'))),
+    Variant('alt_layernorm_rsqrt_mean_of_squares', ln((VAR, 'var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)'),
+                                                      (NORMALISE, 'return self.weight * (x - mean) * torch.rsqrt(var + self.eps) + self.bias'))),
+    Variant('alt_layernorm_var_mean', ln(("""        mean = x.mean(dim=-1, keepdim=True)  # (...,1)
+        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (...,1), the biased variance""",
+                                          '        var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)'))),
+    Variant('alt_feedforward_named_layers', (('feedforward', '    self.net = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))',
+                                              '    self.fc = nn.Linear(d, 4 * d)\n        self.proj = nn.Linear(4 * d, d)'),
+                                             ('feedforward', 'return self.net(x)', 'return self.proj(F.gelu(self.fc(x)))'))),
+    Variant('alt_block_named_branches', block((FIRST + '  # (B,T,d)\n        ' + SECOND + '  # (B,T,d)\n        return x',
+                                               'h = x + self.attn(self.ln1(x))  # (B,T,d)\n'
+                                               '        return h + self.ffwd(self.ln2(h))'))),
+    Variant('alt_grad_norms_retain_grad', (('grad_norms', '        xs.append(h)\n', '        h.retain_grad()\n        xs.append(h)\n'),
+                                           ('grad_norms', """    grads = torch.autograd.grad((h * g).sum(), xs)  # L + 1 tensors (B,T,d)
+    return [gr.norm().item() for gr in grads]""", """    (h * g).sum().backward()
+    return [t.grad.norm().item() for t in xs]"""))),
+    Variant('alt_params_one_line', params(("""    attention = 4 * d * d + (4 * d if attn_bias else 0)  # W_Q, W_K, W_V (all heads together) and W_O
+    """ + FF_BIAS + """  # W_1, b_1, W_2, b_2
+    layer_norms = 2 * (d + d)  # ln1 and ln2: gain and shift each
+    return attention + feed_forward + layer_norms""", '    return 12 * d**2 + 9 * d + 4 * d * int(attn_bias)'))),
+    Variant('alt_rank_by_singular_values', (('rank_report', """        return {'scores': scores, 'head_maps': [int(torch.linalg.matrix_rank(m)) for m in maps],
+                'layer_map': int(torch.linalg.matrix_rank(sum(maps)))}""", """        def rank(M):
+            sv = torch.linalg.svdvals(M)
+            return int((sv > sv[0] * 1e-5).sum())
+        return {'scores': scores, 'head_maps': [rank(m) for m in maps], 'layer_map': rank(sum(maps))}"""),)),
+]

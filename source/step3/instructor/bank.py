@@ -65,7 +65,7 @@ MUTANTS = [
             ('bow_ignores_order', 'bow_averages_not_sums', 'bow_matches_reference')),
     Variant('bow_loss_on_probabilities', (('bow', LOSS, LOSS.replace('logits.view', 'F.softmax(logits, dim=-1).view')),),
             ('bow_shapes_and_loss',)),
-    Variant('bow_head_without_bias', (('bow', 'nn.Linear(n_embd, V)', 'nn.Linear(n_embd, V, bias=False)'),),
+    Variant('bow_head_without_bias', (('bow', 'self.lm_head = nn.Linear(n_embd, V)', 'self.lm_head = nn.Linear(n_embd, V, bias=False)'),),
             ('bow_matches_reference',)),
 ]
 

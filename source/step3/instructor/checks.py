@@ -73,7 +73,10 @@ def _grader_probe():
     def run(name, fn):
         try:
             for key, value in fn().items():
-                rec[f'{name}.{key}'] = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
+                value = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
+                if value.dtype == object:  # None, a list of tensors...: not a number, and not loadable without pickle
+                    raise TypeError(f'{key} is {type(value.item() if value.ndim == 0 else value).__name__}, not numbers')
+                rec[f'{name}.{key}'] = value
         except BaseException as e:  # noqa: BLE001 -- a failing function records its error and nothing else
             rec[f'{name}.error'] = np.asarray(repr(e)[:300])
 

@@ -1,0 +1,91 @@
+"""Step 3's bank: realistic student mistakes, each with the test cells meant to catch it, and correct alternatives.
+
+Each variant is the perfect submission with a few edits (grade_id of a solution cell, old text, new text), made as a student
+would make them. The kill-matrix test (tests/test_grading.py) and `make demo` autograde every one through nbgrader: a
+mistake must lose points in every cell of `caught_by`, and an alternative must keep full marks.
+"""
+
+from typing import NamedTuple
+
+
+class Variant(NamedTuple):
+    student: str  # its id in the demo class and the kill matrix
+    edits: tuple  # (grade_id of the solution cell, old text, new text), ...
+    caught_by: tuple = ()  # grade_ids of the test cells that must lose points; empty for a correct alternative
+    notebook: str = None  # None: the assignment's only notebook
+
+
+LOOP = 'average_loop'
+TRIL = 'average_tril'
+SOFTMAX = 'average_softmax'
+LOOP_BODY = """    out = torch.zeros_like(x)  # (B,T,C)
+    for t in range(T):
+        out[:, t] = x[:, :t + 1].mean(dim=1)  # (B,t+1,C) -> (B,C)
+"""
+TRIL_ONES = 'torch.tril(torch.ones(T, T, dtype=x.dtype))  # (T,T), 1 where j <= t'
+ROWS = 'wei = tril / tril.sum(dim=1, keepdim=True)'
+MASK = "scores = scores.masked_fill(tril == 0, float('-inf'))"
+ZEROS = 'scores = torch.zeros(T, T, dtype=x.dtype)'
+ROW_SOFTMAX = 'wei = F.softmax(scores, dim=-1)'
+MEAN = 'x = average_tril(tok)'
+LOSS = 'F.cross_entropy(logits.view(B * T, -1), targets.view(B * T))'
+
+HAND = {f: f'{f}_by_hand' for f in (LOOP, TRIL, SOFTMAX)}
+CAUSAL, ROWSUM = 'averages_are_causal', 'weights_rows_sum_to_one'
+
+MUTANTS = [
+    # the loop
+    Variant('loop_off_by_one', ((LOOP, 'x[:, :t + 1]', 'x[:, :t]'),), (HAND[LOOP], ROWSUM)),
+    Variant('loop_mean_over_batch_too', ((LOOP, '.mean(dim=1)', '.mean(dim=(0, 1))'),), (HAND[LOOP],)),
+    Variant('loop_averages_the_future', ((LOOP, 'x[:, :t + 1]', 'x[:, t:]'),), (HAND[LOOP], CAUSAL)),
+    # the tril product
+    Variant('tril_is_triu', ((TRIL, TRIL_ONES, TRIL_ONES.replace('torch.tril(', 'torch.triu(')),), (HAND[TRIL], CAUSAL)),
+    Variant('tril_transposed', ((TRIL, 'return wei @ x', 'return wei.T @ x'),), (HAND[TRIL], CAUSAL, ROWSUM)),
+    Variant('tril_columns_normalised', ((TRIL, ROWS, 'wei = tril / tril.sum(dim=0, keepdim=True)'),), (HAND[TRIL], ROWSUM)),
+    Variant('tril_divided_by_T', ((TRIL, ROWS, 'wei = tril / T'),), (HAND[TRIL], ROWSUM)),
+    Variant('tril_not_normalised', ((TRIL, ROWS, 'wei = tril'),), (HAND[TRIL], ROWSUM)),
+    Variant('tril_ignores_dtype', ((TRIL, 'torch.ones(T, T, dtype=x.dtype))  # (T,T), 1', 'torch.ones(T, T))  # (T,T), 1'),),
+            (HAND[TRIL],)),
+    # the masked softmax
+    Variant('softmax_mask_with_zero', ((SOFTMAX, MASK, MASK.replace("float('-inf')", '0.0')),),
+            (HAND[SOFTMAX], CAUSAL, 'zero_query_attention_is_the_running_mean')),
+    Variant('softmax_over_wrong_axis', ((SOFTMAX, ROW_SOFTMAX, 'wei = F.softmax(scores, dim=0)'),), (HAND[SOFTMAX], ROWSUM)),
+    Variant('softmax_mask_transposed', ((SOFTMAX, 'tril == 0', 'tril.T == 0'),), (HAND[SOFTMAX], CAUSAL)),
+    Variant('softmax_then_zero_the_future', ((SOFTMAX, MASK, 'scores = scores'),
+                                             (SOFTMAX, ROW_SOFTMAX, 'wei = F.softmax(scores, dim=-1) * tril')),
+            (HAND[SOFTMAX], ROWSUM)),
+    # the bag of words
+    Variant('bow_sums_not_means', (('bow', MEAN, 'x = tok.cumsum(dim=1)'),), ('bow_averages_not_sums', 'bow_matches_reference')),
+    Variant('bow_divides_by_T', (('bow', MEAN, 'x = tok.cumsum(dim=1) / T'),),
+            ('bow_averages_not_sums', 'bow_matches_reference')),
+    Variant('bow_mean_of_whole_window', (('bow', MEAN, 'x = tok.mean(dim=1, keepdim=True).expand(B, T, -1)'),),
+            ('bow_is_causal', 'bow_matches_reference')),
+    Variant('bow_no_average', (('bow', MEAN, 'x = tok'),), ('bow_ignores_order', 'bow_matches_reference')),
+    Variant('bow_cumsum_over_batch', (('bow', MEAN, 'x = tok.cumsum(dim=0) / torch.arange(1, T + 1)[:, None]'),),
+            ('bow_ignores_order', 'bow_averages_not_sums', 'bow_matches_reference')),
+    Variant('bow_loss_on_probabilities', (('bow', LOSS, LOSS.replace('logits.view', 'F.softmax(logits, dim=-1).view')),),
+            ('bow_shapes_and_loss',)),
+    Variant('bow_head_without_bias', (('bow', 'self.lm_head = nn.Linear(n_embd, V)', 'self.lm_head = nn.Linear(n_embd, V, bias=False)'),),
+            ('bow_matches_reference',)),
+]
+
+ALTERNATIVES = [
+    Variant('alt_loop_over_batch_and_time', ((LOOP, LOOP_BODY, """    out = torch.zeros_like(x)  # (B,T,C)
+    for b in range(B):
+        for t in range(T):
+            out[b, t] = torch.mean(x[b, :t + 1], 0)  # (t+1,C) -> (C,)
+"""),)),
+    Variant('alt_tril_by_cumsum', ((TRIL, f"""    tril = {TRIL_ONES}
+    {ROWS}  # (T,T), row t holds 1/(t+1) on columns 0..t
+    return wei @ x  # (T,T) @ (B,T,C) -> (B,T,C)""",
+                                    '    return x.cumsum(dim=1) / torch.arange(1, T + 1, dtype=x.dtype)[:, None]  # (B,T,C)'),)),
+    Variant('alt_tril_rows_by_arange', ((TRIL, ROWS, 'wei = tril / torch.arange(1, T + 1, dtype=x.dtype)[:, None]'),)),
+    Variant('alt_tril_einsum', ((TRIL, 'return wei @ x', "return torch.einsum('ts,bsc->btc', wei, x)"),)),
+    Variant('alt_softmax_torch_where', ((SOFTMAX, MASK, "scores = torch.where(tril == 0, float('-inf'), scores)"),)),
+    Variant('alt_softmax_full_triu', ((SOFTMAX, ZEROS, "scores = torch.full((T, T), float('-inf'), dtype=x.dtype).triu(1)"),
+                                      (SOFTMAX, MASK, 'scores = scores')),),
+    Variant('alt_softmax_bool_mask', ((SOFTMAX, 'tril == 0', '~tril.bool()'),)),
+    Variant('alt_bow_softmax_average', (('bow', MEAN, 'x = average_softmax(tok)'),)),
+    Variant('alt_bow_cumsum', (('bow', MEAN, 'x = tok.cumsum(dim=1) / torch.arange(1, T + 1)[:, None]'),)),
+    Variant('alt_bow_loss_over_class_axis', (('bow', LOSS, 'F.cross_entropy(logits.transpose(1, 2), targets)'),)),
+]

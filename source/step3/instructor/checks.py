@@ -1,0 +1,243 @@
+"""Step 3's out-of-process checks: the numbers a submission computes, recorded in its kernel, judged in a clean process.
+
+make_inputs() runs in the grader and writes the inputs; PROBE runs last in the student's kernel and records what the
+student's code computes on them (numbers only); verdicts() runs in the grader, which never runs student code, and says for
+each test cell whether the recorded numbers satisfy its claim. A test cell scores only if both it and its verdict pass, so
+patching torch, builtins or IPython in the kernel can lose points but never earn them.
+"""
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+WAYS = ('average_loop', 'average_tril', 'average_softmax')
+CASES = [  # (B, T, C, dtype, tolerance), as in the hidden tests of the three *_by_hand cells
+    (3, 7, 5, 'float32', 1e-6), (2, 1, 4, 'float32', 1e-6), (4, 16, 3, 'float32', 1e-6),
+    (2, 9, 4, 'float64', 1e-12), (1, 33, 2, 'float64', 1e-12),
+]
+HAND_X = [[1., 3., 5., 7.], [2., 0., 4., -2.]]
+HAND_MEAN = [[1., 2., 3., 4.], [2., 1., 2., 1.]]
+REF_SHAPES = [(3, 8), (2, 1), (2, 20)]  # (B, T) of bow_matches_reference
+V, N_EMBD, T_VAL, N_VAL = 65, 32, 8, 256  # vocabulary, the trained model's width, validation windows
+
+
+@lru_cache(maxsize=1)
+def val_windows(seed=7):
+    """N_VAL windows of T_VAL characters of the validation split (the last 10% of Tiny Shakespeare), and their targets."""
+    root = Path(__file__).resolve().parents[3]  # source/step3/instructor/checks.py -> the course root
+    text = (root / 'input.txt').read_text(encoding='utf-8')
+    stoi = {ch: i for i, ch in enumerate(sorted(set(text)))}
+    val = np.array([stoi[c] for c in text[int(0.9 * len(text)):]], dtype=np.int64)
+    starts = np.random.default_rng(seed).integers(0, len(val) - T_VAL, N_VAL)
+    x = np.stack([val[s:s + T_VAL] for s in starts])
+    y = np.stack([val[s + 1:s + T_VAL + 1] for s in starts])
+    return x, y
+
+
+def make_inputs(seed=20263):
+    """Every input the probe feeds the student's code, drawn here, outside the student's kernel."""
+    rng = np.random.default_rng(seed)
+    x = {'hand': np.array(HAND_X, dtype='float32')[:, :, None],
+         'agree': rng.standard_normal((4, 8, 3)).astype('float32'),
+         'eye': np.eye(6, dtype='float32')[None],
+         'pert': rng.standard_normal((2, 8, 3)).astype('float32'),
+         'sdpa_v': rng.standard_normal((2, 6, 4)).astype('float32')}
+    x['pert2'] = x['pert'].copy()
+    x['pert2'][:, 5] = rng.standard_normal((2, 3)).astype('float32')
+    for i, (b, t, c, dtype, _) in enumerate(CASES):
+        x[f'case{i}'] = rng.standard_normal((b, t, c)).astype(dtype)
+    x['bow_idx'] = rng.integers(0, V, (3, 7))
+    x['bow_targets'] = rng.integers(0, V, (3, 7))
+    x['bow_pert'] = rng.integers(0, V, (3, 8))
+    x['bow_pert2'] = x['bow_pert'].copy()
+    x['bow_pert2'][:, 5] = (x['bow_pert'][:, 5] + 1) % V
+    x['bow_order'] = np.stack([rng.permutation(V)[:8] for _ in range(3)])
+    x['bow_order_first'] = x['bow_order'].copy()
+    x['bow_order_first'][:, 0] = (x['bow_order'][:, 0] + 1) % V
+    x['bow_run'] = np.repeat(rng.choice(V, (2, 1), replace=False), 8, axis=1)
+    for i, (b, t) in enumerate(REF_SHAPES):
+        x[f'bow_ref{i}'] = rng.integers(0, V, (b, t))
+    x['val_x'], x['val_y'] = val_windows()
+    return x
+
+
+PROBE = r'''
+# The grader's probe: it records what this notebook's code computes on the grader's inputs, to be checked elsewhere.
+def _grader_probe():
+    import numpy as np
+    import torch
+    inp = dict(np.load('_probe_in.npz'))
+    rec = {}
+
+    def run(name, fn):
+        try:
+            for key, value in fn().items():
+                value = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
+                if value.dtype == object:  # None, a list of tensors...: not a number, and not loadable without pickle
+                    raise TypeError(f'{key} is {type(value.item() if value.ndim == 0 else value).__name__}, not numbers')
+                rec[f'{name}.{key}'] = value
+        except BaseException as e:  # noqa: BLE001 -- a failing function records its error and nothing else
+            rec[f'{name}.error'] = np.asarray(repr(e)[:300])
+
+    t = lambda name: torch.from_numpy(inp[name])  # noqa: E731
+
+    def unchanged_call(f, name):
+        x = t(name)
+        before = x.clone()
+        out = f(x)
+        return out, bool(torch.equal(x, before))
+
+    for fname in %(ways)r:
+        f = globals()[fname]
+
+        def hand(f=f):
+            out, same = unchanged_call(f, 'hand')
+            return {'out': out, 'unchanged': same}
+        run(f'{fname}_hand', hand)
+        run(f'{fname}_cases', lambda f=f: {f'case{i}': f(t(f'case{i}')) for i in range(%(n_cases)d)})
+        run(f'{fname}_agree', lambda f=f: {'out': f(t('agree'))})
+        run(f'{fname}_eye', lambda f=f: {'out': f(t('eye'))})
+        run(f'{fname}_pert', lambda f=f: {'base': f(t('pert')), 'changed': f(t('pert2'))})
+    run('sdpa', lambda: {'out': average_softmax(t('sdpa_v'))})
+
+    def model(seed, width=16):
+        torch.manual_seed(seed)
+        return BagOfWordsModel(%(V)d, width)
+
+    def api():
+        m = model(300)
+        logits0, loss0 = m(t('bow_idx'))
+        logits, loss = m(t('bow_idx'), t('bow_targets'))
+        return {'logits0': logits0, 'loss0_is_none': loss0 is None, 'logits': logits, 'loss': loss}
+    run('bow_api', api)
+
+    def logits_of(m, *names):
+        with torch.no_grad():
+            return {name: m(t(name))[0] for name in names}
+    run('bow_pert', lambda: logits_of(model(301), 'bow_pert', 'bow_pert2'))
+    run('bow_order', lambda: logits_of(model(302), 'bow_order', 'bow_order_first')
+        | {'flipped': model(302)(t('bow_order').flip(1))[0]})
+    run('bow_run', lambda: logits_of(model(303), 'bow_run'))
+
+    def reference():
+        m = model(304)
+        return logits_of(m, *[f'bow_ref{i}' for i in range(%(n_ref)d)]) | {
+            'emb': m.token_embedding_table.weight, 'W': m.lm_head.weight, 'b': m.lm_head.bias}
+    run('bow_ref', reference)
+    run('bow_trained', lambda: {'trained': logits_of(bow, 'val_x')['val_x'],  # noqa: F821 -- the notebook's trained model
+                                'fresh': logits_of(model(0, %(n_embd)d), 'val_x')['val_x']})
+    np.savez('_probe_out.npz', **rec)
+
+
+_grader_probe()
+del _grader_probe
+''' % {'ways': WAYS, 'n_cases': len(CASES), 'V': V, 'n_ref': len(REF_SHAPES), 'n_embd': N_EMBD}
+
+
+def verdicts(inp, rec):
+    """{test cell grade_id: None if the recorded numbers satisfy its claim, else why not}, computed without student code."""
+    import torch
+    import torch.nn.functional as F
+
+    def get(key):
+        if key not in rec:
+            name = key.split('.')[0]
+            raise LookupError(f'{name}: {rec[name + ".error"]}' if name + '.error' in rec else f'{key} was not recorded')
+        return torch.from_numpy(np.array(rec[key]))
+
+    def x(name):
+        return torch.from_numpy(inp[name])
+
+    def running_mean(v):
+        return v.cumsum(dim=1) / torch.arange(1, v.shape[1] + 1, dtype=v.dtype)[:, None]
+
+    def by_hand(fname):
+        out = get(f'{fname}_hand.out')
+        want = torch.tensor(HAND_MEAN)[:, :, None]
+        assert out.shape == want.shape, f'shape {tuple(out.shape)} on the hand case, expected {tuple(want.shape)}'
+        assert bool(get(f'{fname}_hand.unchanged')), f'{fname} modified its input'
+        assert torch.allclose(out.float(), want, atol=1e-6), f'{fname} on the hand case: {out[..., 0].tolist()}'
+        for i, (b, t, c, dtype, tol) in enumerate(CASES):
+            got, ref = get(f'{fname}_cases.case{i}'), running_mean(x(f'case{i}'))
+            assert got.dtype == ref.dtype and got.shape == ref.shape, f'case {i}: {tuple(got.shape)} {got.dtype}'
+            assert (got - ref).abs().max() < tol, f'case {i}: not the running mean'
+
+    def average_loop_by_hand():
+        by_hand('average_loop')
+
+    def average_tril_by_hand():
+        by_hand('average_tril')
+
+    def average_softmax_by_hand():
+        by_hand('average_softmax')
+
+    def three_ways_agree():
+        loop = get('average_loop_agree.out')
+        for fname in WAYS[1:]:
+            assert (get(f'{fname}_agree.out') - loop).abs().max() < 1e-6, f'{fname} and average_loop disagree'
+
+    def weights_rows_sum_to_one():
+        for fname in WAYS:
+            W = get(f'{fname}_eye.out')[0]
+            assert (W >= 0).all() and (W.sum(-1) - 1).abs().max() < 1e-6, f'{fname}: rows of W are not convex weights'
+
+    def averages_are_causal():
+        for fname in WAYS:
+            base, changed = get(f'{fname}_pert.base'), get(f'{fname}_pert.changed')
+            assert torch.equal(base[:, :5], changed[:, :5]), f'{fname}: outputs 0-4 changed when only x_5 changed'
+            assert not torch.allclose(base[:, 5:], changed[:, 5:]), f'{fname}: outputs 5.. did not change'
+
+    def zero_query_attention_is_the_running_mean():
+        v = x('sdpa_v')
+        zeros = torch.zeros_like(v)
+        ref = F.scaled_dot_product_attention(zeros, zeros, v, is_causal=True)
+        assert (get('sdpa.out') - ref).abs().max() < 1e-6, 'average_softmax differs from zero-score attention'
+
+    def bow_shapes_and_loss():
+        logits, targets = get('bow_api.logits'), x('bow_targets')
+        assert tuple(get('bow_api.logits0').shape) == (3, 7, V) and tuple(logits.shape) == (3, 7, V), 'logits shape'
+        assert bool(get('bow_api.loss0_is_none')), 'a loss without targets'
+        loss = get('bow_api.loss')
+        assert loss.shape == (), f'loss shape {tuple(loss.shape)}'
+        ref = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+        assert abs(loss.item() - ref.item()) < 1e-5, f'loss {loss.item():.4f}, cross-entropy {ref.item():.4f}'
+
+    def bow_is_causal():
+        base, changed = get('bow_pert.bow_pert'), get('bow_pert.bow_pert2')
+        assert torch.equal(base[:, :5], changed[:, :5]), 'logits 0-4 changed when only position 5 changed'
+        assert not torch.allclose(base[:, 5:], changed[:, 5:]), 'logits 5.. did not change'
+
+    def bow_ignores_order():
+        last = get('bow_order.bow_order')[:, -1]
+        assert (get('bow_order.flipped')[:, -1] - last).abs().max() < 1e-5, 'the last prediction depends on the order'
+        assert (get('bow_order.bow_order_first')[:, -1] - last).abs().max() > 1e-4, 'the last prediction ignores x_0'
+
+    def bow_averages_not_sums():
+        logits = get('bow_run.bow_run')
+        assert (logits - logits[:, :1]).abs().max() < 1e-5, 'a run of one character gets different logits'
+
+    def bow_matches_reference():
+        emb, W, b = get('bow_ref.emb'), get('bow_ref.W'), get('bow_ref.b')
+        for i in range(len(REF_SHAPES)):
+            ref = running_mean(emb[x(f'bow_ref{i}')]) @ W.T + b
+            got = get(f'bow_ref.bow_ref{i}')
+            assert got.shape == ref.shape and (got - ref).abs().max() < 1e-5, f'reference case {i}'
+
+    def bow_learns():
+        y = x('val_y').reshape(-1)
+        after = F.cross_entropy(get('bow_trained.trained').reshape(len(y), -1), y).item()
+        before = F.cross_entropy(get('bow_trained.fresh').reshape(len(y), -1), y).item()
+        assert after < 3.1 and before - after > 1, f'validation loss {before:.3f} -> {after:.3f}'
+
+    checks = [average_loop_by_hand, average_tril_by_hand, average_softmax_by_hand, three_ways_agree,
+              weights_rows_sum_to_one, averages_are_causal, zero_query_attention_is_the_running_mean, bow_shapes_and_loss,
+              bow_is_causal, bow_ignores_order, bow_averages_not_sums, bow_matches_reference, bow_learns]
+    out = {}
+    for check in checks:
+        try:
+            check()
+            out[check.__name__] = None
+        except Exception as e:  # any failure is a failed verdict, with its reason
+            out[check.__name__] = f'{type(e).__name__}: {e}'
+    return out

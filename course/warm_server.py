@@ -29,7 +29,9 @@ from course import policy
 
 # What the server imports before it forks: the notebook's heavy imports, and the kernel with what it imports as it
 # starts (its debugger among them).
-PRELOAD = ('numpy', 'torch', 'torch.nn', 'torch.nn.functional', 'matplotlib', 'matplotlib.pyplot',
+PRELOAD = ('numpy', 'torch', 'torch.nn', 'torch.nn.functional', 'torch.optim',
+           'torch._dynamo',  # what an optimizer's first step() imports (seconds of CPU per kernel otherwise)
+           'matplotlib', 'matplotlib.pyplot',
            'matplotlib_inline.backend_inline', 'IPython', 'ipykernel.kernelapp', 'ipykernel.ipkernel', 'ipykernel.debugger',
            'IPython.core.debugger', 'IPython.core.completerlib', 'IPython.core.oinspect', 'IPython.core.logger',
            'IPython.extensions.storemagic', 'sqlite3', 'pydoc', 'tornado.gen', 'tornado.queues', 'tornado.platform.asyncio',

@@ -44,7 +44,8 @@ def rows(gradebook, root=ROOT):
                 sub = gradebook.find_submission(step, student.id)
             except MissingEntry:
                 sub = None
-            record = results.load(step, student.id, root) if sub else None
+            # a record without a gradebook submission: graded but nbgrader kept nothing (no notebook to grade, say)
+            record = results.load(step, student.id, root)
             grades = [g for nb in (sub.notebooks if sub else []) for g in nb.grades]
             scores = {g.name: g.score for g in grades if g.cell_type == 'code'}
             raw = sub.score if sub else 0.0
@@ -53,7 +54,7 @@ def rows(gradebook, root=ROOT):
                 'student_id': student.id, 'last_name': student.last_name or '', 'first_name': student.first_name or '',
                 'email': student.email or '', 'step': step, 'duedate': assignment.duedate or '',
                 'timestamp': (sub.timestamp if sub else None) or '',
-                'status': results.label(record) if sub else 'not submitted',
+                'status': results.label(record) if sub or record else 'not submitted',
                 'kernel': (record or {}).get('kernel') or '',
                 'raw_score': raw, 'late_submission_penalty': penalty, 'score': max(0.0, raw - penalty),
                 'max_score': assignment.max_score,

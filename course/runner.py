@@ -1,6 +1,7 @@
 """Running nbgrader on the course: its configuration (nbgrader_config.py, plus a traitlets Config of our own), its Python
 API in this process, its command in a subprocess, and its export."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -30,6 +31,9 @@ def config(extra=None, root=ROOT):
     if extra is not None:
         c.merge(extra)
     c.CourseDirectory.root = str(root)
+    db = c.CourseDirectory.get('db_url', '')
+    if db.startswith('sqlite:///') and not db.startswith('sqlite:////'):  # relative to the course, not to this process's cwd
+        c.CourseDirectory.db_url = f'sqlite:///{Path(root).resolve() / db.removeprefix("sqlite:///")}'
     on_path()
     return c
 
@@ -58,8 +62,9 @@ def export(to, root=ROOT):
     extra.ExportPlugin.to = str(to)
     extra.Application.log_level = 'WARN'
     app = ExportApp(config=config(extra, root))
-    app.initialize([])
-    app.start()
+    with contextlib.chdir(root):  # the app loads nbgrader_config.py from its cwd too, over the config given
+        app.initialize([])
+        app.start()
 
 
 def run(*args, check=True, cwd=ROOT, **kw):

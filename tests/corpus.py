@@ -134,7 +134,7 @@ DAMAGED = [
 ]
 
 BROKEN = [
-    Case('broken_malformed_json', raw(b'{"cells": [{"cell_type": "code", "sour'), 'unreadable (JSONDecodeError', 0),
+    Case('broken_malformed_json', raw(b'{"cells": [{"cell_type": "code", "sour'), 'unreadable (', 0),
     Case('broken_empty_file', raw(b''), 'unreadable (empty file)', 0),
     Case('broken_missing_notebook', lambda name, r, p, f: {'README.txt': b'I forgot to attach it'}, 'needs attention (no ', 0),
     Case('broken_kernel_exit', with_code('import os\nos._exit(1)', top=True), 'kernel died', 0),

@@ -82,7 +82,8 @@ def course(tmp_path_factory):
         bank.unlink()
     # The demo class, written from release/ before the student edits it, and a hostile student (issue 10); then
     # tools/grade.py (make grade) grades them all.
-    subprocess.run([sys.executable, '-c', WRITE_DEMO], cwd=root / 'tools', check=True)
+    demo = f'import sys; sys.path[0] = {str(root / "tools")!r}; {WRITE_DEMO}'  # tools/ first, not the working folder
+    subprocess.run([sys.executable, '-c', demo], cwd=root, check=True)
     write_hostile(root)
     log = open(root.parent / 'grade.log', 'w')
     grading = subprocess.Popen([sys.executable, 'tools/grade.py'], cwd=root, stdout=log, stderr=subprocess.STDOUT)

@@ -477,7 +477,8 @@ def hostile(page, course, lab):
     time.sleep(2)
     tab.screenshot(path=SHOTS / '10-formgrader-hostile-tab.png')
     for name in ('pwn.html', 'extra.html', NAME):
-        response = tab.goto(f'{base}/formgrader/submissions/{submission}/{name}')
+        url = f'{base}/formgrader/submissions/{submission}/{name}'
+        response = tab.context.request.get(url) if name == NAME else tab.goto(url)  # the notebook is a download
         seen['files'][name] = (response.status, response.headers.get('content-security-policy', ''))
         time.sleep(1)
     feedback = root / 'feedback' / HOSTILE / AID / f'{NOTEBOOK}.html'

@@ -80,7 +80,7 @@ MUTANTS = [
     Variant('logits_returned_flattened', cell('model', (CE, 'logits = logits.view(B * T, C)\n'
                                                             '            loss = F.cross_entropy(logits, targets.view(B * T))')),
             FORWARD),
-    Variant('embedding_too_narrow', cell('model', ('nn.Embedding(V, V)', 'nn.Embedding(V, 32)')), FORWARD),
+    Variant('embedding_too_narrow', cell('model', ('self.token_embedding_table = nn.Embedding(V, V)', 'self.token_embedding_table = nn.Embedding(V, 32)')), FORWARD),
     # BigramLanguageModel.generate
     Variant('generate_takes_the_argmax', cell('model', (SAMPLE, 'idx_next = probs.argmax(dim=-1, keepdim=True)')), GEN),
     Variant('generate_from_the_first_position', cell('model', (SOFTMAX, 'probs = F.softmax(logits[:, 0, :], dim=-1)')), GEN),
@@ -91,7 +91,7 @@ MUTANTS = [
     # train_bigram
     Variant('zero_grad_forgotten', cell('train', (ZERO_GRAD, '')), FALLS + GAP + TV),
     Variant('zero_grad_after_backward', cell('train', (ZERO_GRAD + BACKWARD, BACKWARD + ZERO_GRAD)), FALLS + GAP + TV),
-    Variant('trained_on_the_validation_split', cell('train', ("get_batch('train', B, T)", "get_batch('val', B, T)")), GAP),
+    Variant('trained_on_the_validation_split', cell('train', ("xb, yb = get_batch('train', B, T)", "xb, yb = get_batch('val', B, T)")), GAP),
     Variant('losses_kept_as_tensors', cell('train', ('losses.append(loss.item())', 'losses.append(loss)')), FALLS),
 ]
 
@@ -114,6 +114,6 @@ ALTERNATIVES = [
             cell('model', ('logits, _ = self(idx)', 'logits, _ = self(idx[:, -1:])'),
                  (SAMPLE, 'idx_next = torch.distributions.Categorical(probs=probs).sample()[:, None]'))),
     Variant('alt_train_zero_grad_first_adamw',
-            cell('train', ('torch.optim.Adam(', 'torch.optim.AdamW('),
+            cell('train', ('optimizer = torch.optim.Adam(', 'optimizer = torch.optim.AdamW('),
                  (ZERO_GRAD, ''), ('        xb, yb = get_batch', '        optimizer.zero_grad()\n        xb, yb = get_batch'))),
 ]

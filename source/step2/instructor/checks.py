@@ -26,7 +26,12 @@ N_GEN = 4000  # contexts for the sampling check
 def corpus():
     """(train, val): Tiny Shakespeare as ids in the sorted vocabulary, split 90/10, read here from the course's input.txt."""
     text = (ROOT / 'input.txt').read_text(encoding='utf-8')
-    _, ids = np.unique(np.frombuffer(text.encode('utf-32-le'), dtype='<u4'), return_inverse=True)  # sorted code points
+    raw = text.encode('utf-8')
+    if len(raw) == len(text):  # ASCII, as Tiny Shakespeare is: a lookup table, in linear time
+        codes = np.frombuffer(raw, dtype=np.uint8)
+        ids = (np.cumsum(np.bincount(codes, minlength=256) > 0) - 1)[codes]  # rank of each byte among those present
+    else:
+        _, ids = np.unique(np.frombuffer(text.encode('utf-32-le'), dtype='<u4'), return_inverse=True)  # sorted code points
     n = int(0.9 * len(ids))
     return ids[:n], ids[n:]
 

@@ -1,0 +1,119 @@
+"""Step 2's bank: realistic student mistakes, each with the test cells meant to catch it, and correct alternatives.
+
+Each variant is the perfect submission with a few edits (grade_id of a solution cell, old text, new text), made as a student
+would make them. The kill-matrix test (tests/test_grading.py) and `make demo` autograde every one through nbgrader: a
+mistake must lose points in every cell of `caught_by`, and an alternative must keep full marks.
+"""
+
+from typing import NamedTuple
+
+
+class Variant(NamedTuple):
+    student: str  # its id in the demo class and the kill matrix
+    edits: tuple  # (grade_id of the solution cell, old text, new text), ...
+    caught_by: tuple = ()  # grade_ids of the test cells that must lose points; empty for a correct alternative
+    notebook: str = None  # None: the assignment's only notebook
+
+
+PAIR = 'pair = d[:-1] * V + d[1:]'
+SPLIT = "d = {'train': train_data, 'val': val_data}[split]"
+BINCOUNT = 'return torch.bincount(pair, minlength=V * V).view(V, V)'
+ROWSUM = 'Ns.sum(dim=1, keepdim=True)'
+SMOOTH = 'Ns = N.double() + alpha'
+LOGMEAN = 'return -p.double().log().mean().item()'
+CE = 'loss = F.cross_entropy(logits.view(B * T, C), targets.view(B * T))'
+SOFTMAX = 'probs = F.softmax(logits[:, -1, :], dim=-1)'
+SAMPLE = 'idx_next = torch.multinomial(probs, num_samples=1)'
+ZERO_GRAD = '        optimizer.zero_grad(set_to_none=True)\n'
+BACKWARD = '        loss.backward()\n'
+
+COUNTS = ('counts_are_bigram_pairs',)
+SPLITS = ('counts_inside_each_split',)
+ROWS = ('probs_rows_are_distributions',)
+PROBS = ('probs_are_smoothed_frequencies',)
+NLL = ('nll_is_mean_negative_log_probability',)
+INF = ('unsmoothed_val_nll_is_infinite',)
+FORWARD = ('forward_returns_logits_and_loss',)
+LOSS = ('loss_is_cross_entropy_of_logits',)
+INIT = ('init_loss_is_expected_logsumexp',)
+GEN_SHAPE = ('generate_extends_the_context',)
+GEN = ('generate_samples_from_the_last_position',)
+FALLS = ('training_loss_falls',)
+GAP = ('training_approaches_the_count_model',)
+TV = ('learned_softmax_approaches_the_counts',)
+
+
+def cell(gid, *edits):
+    return tuple((gid, old, new) for old, new in edits)
+
+
+MUTANTS = [
+    # bigram_counts
+    Variant('counts_transposed', cell('counts', (PAIR, 'pair = d[1:] * V + d[:-1]')), COUNTS),
+    Variant('counts_without_the_shift', cell('counts', (PAIR, 'pair = d[:-1] * V + d[:-1]')), COUNTS),
+    Variant('counts_first_pair_dropped', cell('counts', (PAIR, 'pair = d[1:-1] * V + d[2:]')), COUNTS + SPLITS),
+    Variant('counts_on_the_whole_text', cell('counts', (SPLIT, 'd = data')), COUNTS + SPLITS),
+    Variant('counts_across_the_boundary', cell('counts', (SPLIT, "d = {'train': data[:len(train_data) + 1], "
+                                                                 "'val': val_data}[split]")), SPLITS),
+    # bigram_probs
+    Variant('probs_normalised_over_columns', cell('probs', (ROWSUM, 'Ns.sum(dim=0, keepdim=True)')), ROWS + PROBS),
+    Variant('probs_row_sums_without_keepdim', cell('probs', (ROWSUM, 'Ns.sum(dim=1)')), ROWS + PROBS),
+    Variant('probs_normalised_by_the_total', cell('probs', (ROWSUM, 'Ns.sum()')), ROWS + PROBS),
+    Variant('probs_not_smoothed', cell('probs', (SMOOTH, 'Ns = N.double()')), ROWS + PROBS + INF),
+    Variant('probs_alpha_only_in_the_numerator', cell('probs', (ROWSUM, 'N.double().sum(dim=1, keepdim=True)')),
+            ROWS + PROBS),
+    # bigram_nll
+    Variant('nll_summed_not_averaged', cell('nll', (LOGMEAN, 'return -p.double().log().sum().item()')), NLL),
+    Variant('nll_pairs_transposed', cell('nll', ('p = P[data[:-1], data[1:]]', 'p = P[data[1:], data[:-1]]')), NLL),
+    Variant('nll_log_of_the_mean', cell('nll', (LOGMEAN, 'return -p.double().mean().log().item()')), NLL),
+    Variant('nll_epsilon_hides_the_zero', cell('nll', (LOGMEAN, 'return -(p.double() + 1e-10).log().mean().item()')), INF),
+    # BigramLanguageModel.forward
+    Variant('softmax_then_cross_entropy',
+            cell('model', (CE, 'loss = F.cross_entropy(F.softmax(logits.view(B * T, C), dim=-1), targets.view(B * T))')),
+            LOSS + INIT),
+    Variant('nll_loss_on_raw_logits', cell('model', (CE, 'loss = F.nll_loss(logits.view(B * T, C), targets.view(B * T))')),
+            LOSS + INIT),
+    Variant('loss_reshaped_inconsistently', cell('model', ('logits.view(B * T, C)', 'logits.transpose(0, 1).reshape(B * T, C)')),
+            LOSS),
+    Variant('loss_summed_not_averaged', cell('model', ('targets.view(B * T))', "targets.view(B * T), reduction='sum')")),
+            LOSS + INIT),
+    Variant('logits_returned_flattened', cell('model', (CE, 'logits = logits.view(B * T, C)\n'
+                                                            '            loss = F.cross_entropy(logits, targets.view(B * T))')),
+            FORWARD),
+    Variant('embedding_too_narrow', cell('model', ('self.token_embedding_table = nn.Embedding(V, V)', 'self.token_embedding_table = nn.Embedding(V, 32)')), FORWARD),
+    # BigramLanguageModel.generate
+    Variant('generate_takes_the_argmax', cell('model', (SAMPLE, 'idx_next = probs.argmax(dim=-1, keepdim=True)')), GEN),
+    Variant('generate_from_the_first_position', cell('model', (SOFTMAX, 'probs = F.softmax(logits[:, 0, :], dim=-1)')), GEN),
+    Variant('generate_samples_the_logits', cell('model', (SOFTMAX, 'probs = logits[:, -1, :]')), GEN_SHAPE + GEN),
+    Variant('generate_softmax_over_the_batch', cell('model', (SOFTMAX, 'probs = F.softmax(logits[:, -1, :], dim=0)')), GEN),
+    Variant('generate_replaces_the_context', cell('model', ('idx = torch.cat((idx, idx_next), dim=1)', 'idx = idx_next')),
+            GEN_SHAPE),
+    # train_bigram
+    Variant('zero_grad_forgotten', cell('train', (ZERO_GRAD, '')), FALLS + GAP + TV),
+    Variant('zero_grad_after_backward', cell('train', (ZERO_GRAD + BACKWARD, BACKWARD + ZERO_GRAD)), FALLS + GAP + TV),
+    Variant('trained_on_the_validation_split', cell('train', ("xb, yb = get_batch('train', B, T)", "xb, yb = get_batch('val', B, T)")), GAP),
+    Variant('losses_kept_as_tensors', cell('train', ('losses.append(loss.item())', 'losses.append(loss)')), FALLS),
+]
+
+ALTERNATIVES = [
+    Variant('alt_counts_index_put', cell('counts', (BINCOUNT, 'N = torch.zeros(V, V, dtype=torch.long)\n'
+                                                              '    N.index_put_((d[:-1], d[1:]), torch.ones_like(d[1:]), '
+                                                              'accumulate=True)\n    return N'))),
+    Variant('alt_counts_scatter_add', cell('counts', (BINCOUNT, 'flat = torch.zeros(V * V, dtype=torch.long)\n'
+                                                                '    return flat.scatter_add_(0, pair, torch.ones_like(pair))'
+                                                                '.view(V, V)'))),
+    Variant('alt_probs_normalize_float32', cell('probs', (SMOOTH, 'Ns = N.float() + alpha'),
+                                                 ('return (Ns / Ns.sum(dim=1, keepdim=True)).float()',
+                                                  'return F.normalize(Ns, p=1, dim=1)'))),
+    Variant('alt_nll_log_table_first', cell('nll', ('p = P[data[:-1], data[1:]]', 'logp = P.double().log()'),
+                                            (LOGMEAN, 'return -logp[data[:-1], data[1:]].mean().item()'))),
+    Variant('alt_cross_entropy_class_axis_second', cell('model', (CE, 'loss = F.cross_entropy(logits.transpose(1, 2), targets)'))),
+    Variant('alt_log_softmax_then_nll_loss',
+            cell('model', (CE, 'loss = F.nll_loss(F.log_softmax(logits.reshape(-1, C), dim=-1), targets.reshape(-1))'))),
+    Variant('alt_generate_categorical_last_token_only',
+            cell('model', ('logits, _ = self(idx)', 'logits, _ = self(idx[:, -1:])'),
+                 (SAMPLE, 'idx_next = torch.distributions.Categorical(probs=probs).sample()[:, None]'))),
+    Variant('alt_train_zero_grad_first_adamw',
+            cell('train', ('optimizer = torch.optim.Adam(', 'optimizer = torch.optim.AdamW('),
+                 (ZERO_GRAD, ''), ('        xb, yb = get_batch', '        optimizer.zero_grad()\n        xb, yb = get_batch'))),
+]

@@ -119,7 +119,7 @@ MUTANTS = [
     # weight_at_offset
     Variant('offset_rows_wrap_around', cell('weight_at_offset', (ROWS, 'i = torch.arange(0, T)')),
             ('weight_at_offset_on_hand_made_maps', 'a_previous_character_head_exists')),
-    Variant('offset_read_above_the_diagonal', cell('weight_at_offset', ('A[..., i, i - offset]', 'A[..., i - offset, i]')),
+    Variant('offset_read_above_the_diagonal', cell('weight_at_offset', ('return A[..., i, i - offset]', 'return A[..., i - offset, i]')),
             ('weight_at_offset_on_hand_made_maps', 'a_previous_character_head_exists')),
 ]
 

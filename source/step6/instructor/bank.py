@@ -1,0 +1,148 @@
+"""Step 6's bank: realistic student mistakes, each with the test cells meant to catch it, and correct alternatives.
+
+Each variant is the perfect submission with a few edits (grade_id of a solution cell, old text, new text), made as a student
+would make them. The kill-matrix test (tests/test_grading.py) and `make demo` autograde every one through nbgrader: a
+mistake must lose points in every cell of `caught_by`, and an alternative must keep full marks.
+"""
+
+from typing import NamedTuple
+
+
+class Variant(NamedTuple):
+    student: str  # its id in the demo class and the kill matrix
+    edits: tuple  # (grade_id of the solution cell, old text, new text), ...
+    caught_by: tuple = ()  # grade_ids of the test cells that must lose points; empty for a correct alternative
+    notebook: str = None  # None: the assignment's only notebook
+
+
+def cell(gid, *edits):
+    return tuple((gid, old, new) for old, new in edits)
+
+
+SPLIT = "d = train_data if split == 'train' else val_data"
+STARTS = 'ix = torch.randint(len(d) - T, (B,), generator=generator)'
+TARGETS = 'y = torch.stack([d[i + 1:i + T + 1] for i in ix])'
+DIVIDE = 'logits = logits / temperature  # (B,V)'
+KTH = 'kth = torch.topk(logits, min(top_k, logits.shape[-1])).values[:, [-1]]'
+MASK = "logits = logits.masked_fill(logits < kth, float('-inf'))"
+SOFTMAX = 'probs = F.softmax(logits, dim=-1)  # (B,V)'
+DRAW = 'return torch.multinomial(probs, num_samples=1, generator=generator)'
+POS = 'pos = self.position_embedding_table(torch.arange(T, device=idx.device))'
+LOSS = 'loss = F.cross_entropy(logits.view(B * T, -1), targets.view(B * T))'
+HEAD = 'logits = self.lm_head(self.ln_f(x))'
+CROP = 'idx_cond = idx[:, -self.T_max:]'
+LAST = 'sample_next(logits[:, -1, :], temperature, top_k)'
+STEP_BODY = """    _, loss = model(x, y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss.item()"""
+ROWS = 'i = torch.arange(offset, T)'
+
+GPT_REF = ('gpt_loss_matches_cross_entropy', 'trained_checkpoint_runs_in_your_gpt')
+SAMPLING = ('sample_matches_softmax_over_tau',)
+
+MUTANTS = [
+    # get_batch
+    Variant('targets_not_shifted', cell('get_batch', (TARGETS, 'y = torch.stack([d[i:i + T] for i in ix])')),
+            ('get_batch_targets_shifted_by_one',)),
+    Variant('val_split_leaks_into_training', cell('get_batch', (SPLIT, "d = data if split == 'train' else val_data")),
+            ('get_batch_reads_its_own_split',)),
+    Variant('split_argument_ignored', cell('get_batch', (SPLIT, 'd = train_data')),
+            ('get_batch_reads_its_own_split', 'estimate_loss_averages_fixed_held_out_batches')),
+    Variant('generator_not_passed', cell('get_batch', (STARTS, 'ix = torch.randint(len(d) - T, (B,))')),
+            ('get_batch_reads_its_own_split', 'estimate_loss_averages_fixed_held_out_batches')),
+    Variant('last_start_never_drawn', cell('get_batch', (STARTS, 'ix = torch.randint(len(d) - T - 1, (B,), generator=generator)')),
+            ('get_batch_reads_its_own_split',)),
+    # sample_next
+    Variant('temperature_after_softmax', cell('sample_next', (DIVIDE, '# (B,V)'),
+                                               (SOFTMAX, 'probs = F.softmax(logits, dim=-1) / temperature  # (B,V)')),
+            ('sample_tau_to_zero_is_argmax',) + SAMPLING),
+    Variant('temperature_multiplies_logits', cell('sample_next', (DIVIDE, 'logits = logits * temperature  # (B,V)')),
+            ('sample_tau_to_zero_is_argmax',) + SAMPLING),
+    Variant('sampling_from_logits_not_probabilities', cell('sample_next', (SOFTMAX, 'probs = logits  # (B,V)')),
+            ('sample_tau_to_zero_is_argmax', 'sample_top_k_stays_in_top_k') + SAMPLING),
+    Variant('argmax_instead_of_sampling', cell('sample_next', (DRAW, 'return probs.argmax(-1, keepdim=True)')), SAMPLING),
+    Variant('top_k_keeps_the_smallest', cell('sample_next', (KTH, KTH.replace('.shape[-1]))', '.shape[-1]), largest=False)'))),
+            ('sample_top_k_stays_in_top_k',) + SAMPLING),
+    Variant('top_k_masks_with_zero', cell('sample_next', (MASK, 'logits = logits.masked_fill(logits < kth, 0.0)')),
+            ('sample_top_k_stays_in_top_k',) + SAMPLING),
+    Variant('top_k_drops_the_kth', cell('sample_next', (MASK, "logits = logits.masked_fill(logits <= kth, float('-inf'))")),
+            ('sample_top_k_stays_in_top_k',) + SAMPLING),
+    # GPT
+    Variant('no_position_embedding', cell('gpt', ('x = self.blocks(tok + pos)', 'x = self.blocks(tok)')),
+            ('gpt_uses_positions', 'gpt_loss_matches_cross_entropy')),
+    Variant('positions_counted_from_one', cell('gpt', (POS, 'pos = self.position_embedding_table(torch.arange(1, T + 1) % self.T_max)')),
+            GPT_REF),
+    Variant('no_final_layernorm', cell('gpt', (HEAD, 'logits = self.lm_head(x)')), GPT_REF),
+    Variant('blocks_not_chained', cell('gpt', ('x = self.blocks(tok + pos)', 'x = tok + pos\n        for block in self.blocks:\n            out = block(x)\n        x = out')),
+            GPT_REF),
+    Variant('default_init_kept', cell('gpt', ('        self.apply(self._init_weights)\n', '')), ('gpt_loss_at_init_is_ln_V',)),
+    Variant('logits_flattened_against_wrong_target_layout',
+            cell('gpt', (LOSS, 'loss = F.cross_entropy(logits.view(B * T, -1), targets.T.reshape(B * T))')),
+            ('gpt_loss_matches_cross_entropy',)),
+    Variant('loss_summed_not_averaged',
+            cell('gpt', (LOSS, "loss = F.cross_entropy(logits.view(B * T, -1), targets.view(B * T), reduction='sum')")),
+            ('gpt_loss_matches_cross_entropy', 'gpt_loss_at_init_is_ln_V')),
+    Variant('generate_does_not_crop', cell('gpt', (CROP, 'idx_cond = idx')), ('gpt_generate_crops_context',)),
+    Variant('generate_crops_the_wrong_end', cell('gpt', (CROP, 'idx_cond = idx[:, :self.T_max]')), ('gpt_generate_crops_context',)),
+    Variant('generate_reads_the_first_position', cell('gpt', (LAST, 'sample_next(logits[:, 0, :], temperature, top_k)')),
+            ('gpt_generate_reads_the_last_position', 'gpt_generate_crops_context')),
+    Variant('generate_returns_only_the_new_tokens', cell('gpt', ('        return idx', '        return idx[:, -max_new_tokens:]')),
+            ('gpt_generate_crops_context',)),
+    # train_step
+    Variant('zero_grad_forgotten', cell('train_step', ('    optimizer.zero_grad(set_to_none=True)\n', '')),
+            ('train_step_clears_old_gradients',)),
+    Variant('zero_grad_between_backward_and_step',
+            cell('train_step', (STEP_BODY, '    _, loss = model(x, y)\n    loss.backward()\n    optimizer.zero_grad()\n'
+                                           '    optimizer.step()\n    return loss.item()')),
+            ('train_step_lowers_the_loss', 'overfit_one_batch_near_zero')),
+    Variant('optimizer_step_forgotten', cell('train_step', ('    optimizer.step()\n', '')),
+            ('train_step_lowers_the_loss', 'overfit_one_batch_near_zero')),
+    Variant('returns_the_loss_tensor', cell('train_step', ('return loss.item()', 'return loss')), ('train_step_lowers_the_loss',)),
+    # estimate_loss
+    Variant('eval_mode_forgotten', cell('estimate_loss', ('    model.eval()\n', '')), ('estimate_loss_in_eval_mode_without_grad',)),
+    Variant('no_grad_forgotten', cell('estimate_loss', ('    with torch.no_grad():\n        for split', '    if True:\n        for split')),
+            ('estimate_loss_in_eval_mode_without_grad',)),
+    Variant('train_mode_not_restored', cell('estimate_loss', ('    model.train(was_training)\n', '')),
+            ('estimate_loss_in_eval_mode_without_grad',)),
+    Variant('val_estimated_on_train_batches',
+            cell('estimate_loss', ('get_batch(split, B, T, generator=g)', "get_batch('train', B, T, generator=g)")),
+            ('estimate_loss_averages_fixed_held_out_batches',)),
+    Variant('fresh_batches_at_every_estimate',
+            cell('estimate_loss', ('get_batch(split, B, T, generator=g)', 'get_batch(split, B, T)')),
+            ('estimate_loss_averages_fixed_held_out_batches',)),
+    Variant('one_generator_for_both_splits',
+            cell('estimate_loss', ("        for split in ('train', 'val'):\n            g = torch.Generator().manual_seed(seed)\n",
+                                   "        g = torch.Generator().manual_seed(seed)\n        for split in ('train', 'val'):\n")),
+            ('estimate_loss_averages_fixed_held_out_batches',)),
+    # weight_at_offset
+    Variant('offset_rows_wrap_around', cell('weight_at_offset', (ROWS, 'i = torch.arange(0, T)')),
+            ('weight_at_offset_on_hand_made_maps', 'a_previous_character_head_exists')),
+    Variant('offset_read_above_the_diagonal', cell('weight_at_offset', ('return A[..., i, i - offset]', 'return A[..., i - offset, i]')),
+            ('weight_at_offset_on_hand_made_maps', 'a_previous_character_head_exists')),
+]
+
+ALTERNATIVES = [
+    Variant('alt_batch_by_index_arithmetic',
+            cell('get_batch', ('x = torch.stack([d[i:i + T] for i in ix])', 'x = d[ix[:, None] + torch.arange(T)]'),
+                 (TARGETS, 'y = d[ix[:, None] + torch.arange(1, T + 1)]'))),
+    Variant('alt_loss_with_classes_on_axis_1',
+            cell('gpt', (LOSS, 'loss = F.cross_entropy(logits.transpose(1, 2), targets)'))),
+    Variant('alt_positions_broadcast_explicitly',
+            cell('gpt', (POS, 'pos = self.position_embedding_table.weight[:T][None]'))),
+    Variant('alt_crop_only_when_too_long',
+            cell('gpt', (CROP, 'idx_cond = idx if idx.size(1) <= self.T_max else idx[:, -self.T_max:]'))),
+    Variant('alt_top_k_with_where',
+            cell('sample_next', (MASK, "logits = torch.where(logits < kth, torch.full_like(logits, -float('inf')), logits)"))),
+    Variant('alt_sample_by_log_softmax',
+            cell('sample_next', (SOFTMAX, 'probs = F.log_softmax(logits, dim=-1).exp()  # (B,V)'))),
+    Variant('alt_zero_grad_first',
+            cell('train_step', (STEP_BODY, '    optimizer.zero_grad()\n    logits, loss = model(x, y)\n    loss.backward()\n'
+                                           '    optimizer.step()\n    return float(loss)'))),
+    Variant('alt_inference_mode', cell('estimate_loss', ('with torch.no_grad():', 'with torch.inference_mode():'))),
+    Variant('alt_offset_by_diagonal',
+            cell('weight_at_offset', (ROWS + '  # (T-offset,) the rows that have a column i - offset\n'
+                                      '    return A[..., i, i - offset].mean().item()  # (..., T-offset) -> float',
+                                      'return torch.diagonal(A, offset=-offset, dim1=-2, dim2=-1).mean().item()'))),
+]

@@ -323,9 +323,11 @@ def students(root):
     return sorted(p.name for p in (root / 'submitted').iterdir() if p.is_dir())
 
 
-def test_formgrader_lists_the_assignment_with_every_demo_submission(instructor, course):
+def test_formgrader_lists_every_step_with_its_demo_submissions(instructor, course):
     root, _ = course
-    assert instructor['assignments'] == {AID: {'num-submissions': str(len(students(root)))}}, instructor['assignments']
+    want = {step: {'num-submissions': str(sum((root / 'submitted' / s / step).is_dir() for s in students(root)))}
+            for step in steps()}
+    assert instructor['assignments'] == want, f"the formgrader lists {instructor['assignments']}, the class is {want}"
 
 
 def scores(text):
@@ -529,7 +531,7 @@ def test_hostile_submission_is_graded_with_a_note_and_the_report_lists_what_was_
 
     root, _ = course
     with open(root / 'grades.csv', newline='') as f:
-        status = next(r['status'] for r in csv.DictReader(f) if r['student_id'] == HOSTILE)
+        status = next(r['status'] for r in csv.DictReader(f) if r['student_id'] == HOSTILE and r['step'] == AID)
     report = (root / 'repairs' / HOSTILE / f'{AID}.txt').read_text()
     assert status.startswith('graded') and 'active content removed' in status, status
     for what in ('<script>', 'onerror on <img>', 'application/javascript', 'image/svg+xml', '<iframe>', 'href on <a>',

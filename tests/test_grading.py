@@ -105,7 +105,7 @@ def test_scores_and_late_penalty_are_those_of_nbgraders_own_export(graded, tmp_p
     step = STEPS[0]
     with Gradebook(f'sqlite:///{course / "gradebook.db"}') as gb:
         sub = gb.find_submission(step, 'perfect')
-        sub.late_submission_penalty = 2.5
+        sub.notebooks[0].late_submission_penalty = 2.5  # the assignment's penalty is the sum of its notebooks'
         gb.db.commit()
         gb.update_or_create_student('never_submitted')
     runner.export(course / 'ours.csv', course)

@@ -6,7 +6,7 @@ ifndef PYTHON
 PYTHON := $(shell command -v python3.11 || command -v python3 || echo python3.11)
 endif
 DATA ?=
-BENCH ?= --size 60 --plain --serial
+BENCH ?= --size 30 --size 60 --plain --step step4
 VENV := .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
@@ -16,7 +16,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 demo: data build  ## build the release and solution, autograde a demo class, print its grades
 	$(BIN)/python -m course.grade --demo
 
-test: data system  ## lint, generated files fresh, nbgrader validate, nbval, graded classes, sandbox, Colab, browser
+test: data system  ## lint, generated files fresh, nbval, graded classes, sandbox, Colab, browser; as root, also as a plain user
 	$(BIN)/ruff check course tests nbgrader_config.py
 	$(BIN)/python -m pytest
 
@@ -35,16 +35,18 @@ grade: data  ## autograde everything in submitted/, write feedback/, results/ an
 mutants: data  ## grade the demo class and print each step's kill matrix: which test cells each known mistake loses points in
 	$(BIN)/python -m course.grade --demo --kill-matrix
 
-bench: data  ## time grading a class of 60: plain serial nbgrader, --jobs 1, default jobs (a benchmark, not a test)
+bench: data  ## time grading classes of 30 and 60 (Step 4): plain serial nbgrader against make grade (a benchmark, not a test)
 	$(BIN)/python -m course.benchmark $(BENCH)
 
 data: $(VENV)/.installed  ## put a verified Tiny Shakespeare at input.txt
 	$(BIN)/python -m course.data $(if $(DATA),--from $(DATA))
 
-# What the tests need from the system: bubblewrap (the grading sandbox) and Debian's chromium (the browser tests).
+# What the tests need from the system: bubblewrap (the grading sandbox), Debian's chromium (the browser tests), and the
+# system's python3.11 with its venv module (tests/test_nonroot.py builds the course with it as a plain account).
 # As root with apt-get (CI), installed when missing; otherwise the tests that need them skip and say why.
-SYSTEM_PACKAGES := $(if $(shell command -v bwrap),,bubblewrap) $(if $(wildcard /usr/bin/chromium),,chromium fonts-liberation)
-system:  ## install bubblewrap and chromium with apt-get when missing (as root; else a note)
+SYSTEM_PACKAGES := $(if $(shell command -v bwrap),,bubblewrap) $(if $(wildcard /usr/bin/chromium),,chromium fonts-liberation) \
+	$(if $(shell /usr/bin/python3.11 -c 'import ensurepip' 2>/dev/null && echo ok),,python3.11 python3.11-venv)
+system:  ## install bubblewrap, chromium and python3.11-venv with apt-get when missing (as root; else a note)
 ifneq ($(strip $(SYSTEM_PACKAGES)),)
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  export DEBIAN_FRONTEND=noninteractive; \

@@ -82,3 +82,6 @@ c.ExportApp.plugin_class = 'course.export.CellCsvExport'
 # SanitizeFeedback: the feedback pages are sanitized as the autograded notebooks are.
 c.GenerateFeedback.preprocessors = [ClearHiddenTests, TestMessagesOnly, GetGrades, CSSHTMLHeaderPreprocessor,
                                     SanitizeFeedback]
+# The page is rendered by nbconvert's HTMLExporter less its per-page template compiling and its BeautifulSoup pass (about
+# a quarter of the time, the same page): course/feedback.py says why that is safe.
+c.GenerateFeedback.exporter_class = 'course.feedback.FeedbackExporter'

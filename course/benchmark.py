@@ -38,9 +38,10 @@ def slow(nb):
     return nb
 
 
-def make_class(size):
-    """The demo class; with size, repeated up to size students, a few of them slow (a cell that sleeps 5 s)."""
-    cls = demo_class()
+def make_class(size, selected=None):
+    """The demo class of the steps selected (default: all); with size, repeated up to size students, a few of them slow
+    (a cell that sleeps 5 s)."""
+    cls = demo_class(selected)
     if not size:
         return cls
     base, out = list(cls.items()), {}
@@ -48,7 +49,7 @@ def make_class(size):
         student, work = base[i % len(base)]
         out[f'{student}_{i}'] = work
     for i in range(0, size, 20):  # one slow submission in every 20
-        out[f'slow_{i}'] = {aid: {name: slow(solved(aid, name)) for name in notebooks(aid)} for aid in steps()}
+        out[f'slow_{i}'] = {aid: {name: slow(solved(aid, name)) for name in notebooks(aid)} for aid in selected or steps()}
         del out[next(iter(k for k in out if not k.startswith('slow_')))]
     return out
 
@@ -95,12 +96,23 @@ def reset(course):
 def main():
     ap = argparse.ArgumentParser(prog='python -m course.benchmark', description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--size', type=int, default=0, help='students in the class (default: the demo class as it is)')
+    ap.add_argument('--size', type=int, action='append',
+                    help='students in the class (repeatable: one class per size; default: the demo class as it is)')
+    ap.add_argument('--step', action='append', dest='steps', metavar='ID', choices=steps(),
+                    help='only this step (repeatable; default: every step, each student submitting each)')
     ap.add_argument('--plain', action='store_true',
                     help='also time plain serial `nbgrader autograde`, then `nbgrader generate_feedback`, on the same class')
     ap.add_argument('--serial', action='store_true', help='also time course.grade --jobs 1')
     ap.add_argument('--cold', action='store_true', help='also time course.grade --cold (a kernel started from scratch each)')
     args = ap.parse_args()
+    print(stamp())
+    for size in args.size or [0]:
+        bench(size, args)
+
+
+def bench(size, args):
+    """Time and compare the plan's commands on one class of size students (0: the demo class)."""
+    selected = args.steps or steps()
     # (name, what it does: 'autograde' alone or 'with feedback', argv or None for a plain nbgrader run)
     plan = [('course.grade --no-feedback --jobs 1', 'autograde', ['--no-feedback', '--jobs', '1'])] * args.serial
     plan += [('course.grade --no-feedback', 'autograde', ['--no-feedback'])]
@@ -108,31 +120,31 @@ def main():
     plan += [('course.grade (make grade)', 'with feedback', [])]
     with tempfile.TemporaryDirectory() as tmp:
         course = copy_course(tmp)
-        cls = make_class(args.size)
+        cls = make_class(size, selected)
         write_class(cls, course / 'submitted')
         (course / 'submitted' / DEMO_MARK).unlink()
-        n = len(cls)
+        n = sum(len(work) for work in cls.values())  # submissions
         floor = statistics.median(timed([sys.executable, '-c', 'import torch, matplotlib.pyplot'], course) for _ in range(3))
         runs, results, plain = {}, {}, {}
         if args.plain:
             reset(course)
-            for aid in steps():
+            for aid in selected:
                 runner.run('generate_assignment', aid, '--force', '--CourseDirectory.release_directory=.build/release',
                            cwd=course)
             plain['autograde'] = sum(timed([sys.executable, '-m', 'nbgrader', 'autograde', aid, '--force'], course)
-                                     for aid in steps())
+                                     for aid in selected)
             results['plain nbgrader'] = grades(course, cls)
             plain['with feedback'] = plain['autograde'] + sum(
-                timed([sys.executable, '-m', 'nbgrader', 'generate_feedback', aid, '--force'], course) for aid in steps())
+                timed([sys.executable, '-m', 'nbgrader', 'generate_feedback', aid, '--force'], course) for aid in selected)
             runs['plain serial nbgrader autograde'] = 'autograde', plain['autograde']
             runs['plain serial ... + generate_feedback'] = 'with feedback', plain['with feedback']
         for name, kind, flags in plan:
             reset(course)
-            runs[name] = kind, timed([sys.executable, '-m', 'course.grade', *flags], course)
+            runs[name] = kind, timed([sys.executable, '-m', 'course.grade', *flags,
+                                      *(a for aid in selected for a in ('--step', aid))], course)
             results[name] = grades(course, cls)
-    print(stamp())
-    print(f'{n} submissions, {os.cpu_count()} cores, default jobs {os.cpu_count() + 2}; '
-          f'floor (python -c "import torch, matplotlib.pyplot") = {floor:.2f} s, median of 3')
+    print(f'\n{n} submissions ({len(cls)} students x {", ".join(selected)}), {os.cpu_count()} cores, '
+          f'default jobs {os.cpu_count() + 2}; floor (python -c "import torch, matplotlib.pyplot") = {floor:.2f} s, median of 3')
     print(f"{'command':<40} {'does':<14} {'total s':>8} {'s/submission':>13} {'/ floor':>8}"
           + f" {'vs plain (same work)':>21}" * bool(plain))
     for name, (kind, total) in runs.items():
@@ -146,6 +158,10 @@ def main():
     if args.serial:
         one, default = runs['course.grade --no-feedback --jobs 1'][1], runs['course.grade --no-feedback'][1]
         print(f'default jobs vs --jobs 1 (both --no-feedback): {one / default:.2f}x')
+    if plain:
+        ratio = plain['with feedback'] / runs['course.grade (make grade)'][1]
+        print(f'make grade vs plain serial nbgrader, feedback included: {ratio:.2f}x '
+              f'({"at least" if ratio >= 4 else "below"} the 4x floor; {ratio / 5:.0%} of the 5x aim)')
 
 
 if __name__ == '__main__':

@@ -12,6 +12,7 @@ kernel: warm by default as root (course.warm), --cold for one started from scrat
 import argparse
 import os
 import sys
+from types import SimpleNamespace
 
 from traitlets.config import Config
 
@@ -26,6 +27,9 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--demo', action='store_true', help='grade a demo class generated from source/ instead of submitted/')
     ap.add_argument('--kill-matrix', action='store_true', help="print each step's kill matrix (with --demo)")
+    ap.add_argument('--sample', action='store_true',
+                    help="with --demo: each step's bank sampled, a mistake and an alternative per graded function "
+                         '(course.demo.sampled; what make test grades)')
     ap.add_argument('--jobs', type=int, default=os.cpu_count() + 2,
                     help='submissions graded at once (default: the cores + 2, so the cores work while a job waits on its kernel)')
     ap.add_argument('--timeout', type=int, default=180, help='seconds one submission may take in all (default 180)')
@@ -43,9 +47,10 @@ def main(argv=None):
         print('warning: --no-sandbox: grading WITHOUT a sandbox: student code can read and write the whole course'
               if args.no_sandbox else sandbox.UNAVAILABLE, file=sys.stderr)
     elif kind == 'cold' and not args.cold:
-        print('note: warm kernels need root; each kernel starts cold, in a sandbox of its own', file=sys.stderr)
+        print('note: no warm kernels here (they need user namespaces inside the sandbox); each kernel starts cold, '
+              'in a sandbox of its own', file=sys.stderr)
     if args.demo:
-        demo.write_class(demo.demo_class(selected), ROOT / 'submitted')
+        demo.write_class(demo.demo_class(selected, sample=args.sample), ROOT / 'submitted')
     settings = Config()
     if args.cell_timeout:
         settings.Execute.timeout = args.cell_timeout
@@ -57,6 +62,13 @@ def main(argv=None):
         if args.kill_matrix:
             bank = demo.bank(step)
             by_student = {r['student_id']: r for r in rows}
+            if bank is not None and missing(bank, by_student):  # a sample of the bank (make test), if that is what was graded
+                graded = [v for v in demo.sampled(step) if v.student in by_student]
+                if graded:
+                    full, bank = bank, SimpleNamespace(MUTANTS=[v for v in graded if v.caught_by],
+                                                       ALTERNATIVES=[v for v in graded if not v.caught_by])
+                    print(f'\n{step}: the kill matrix of a sample of its bank, {len(bank.MUTANTS)} of {len(full.MUTANTS)} '
+                          f'mistakes and {len(bank.ALTERNATIVES)} of {len(full.ALTERNATIVES)} alternatives (make mutants: all)')
             if bank is None:
                 print(f'\n{step}: no kill matrix: source/{step}/instructor/bank.py is missing')
             elif missing(bank, by_student):

@@ -3,9 +3,10 @@ cells meant to catch it, and does each correct alternative keep full marks? Read
 
 
 def kill_matrix(bank, by_student, points):
-    """(lines, killed, alternatives kept) for a step. bank: its bank module; by_student: {student: row with 'cells'}
-    (course.export.rows()); points: {grade_id: points}. X: lost points in a cell meant to catch it; x: lost points in
-    another cell; !: expected to lose points there, and kept them."""
+    """(lines, killed, alternatives kept) for a step. bank: its bank module, or any object with the MUTANTS and
+    ALTERNATIVES that were graded (a sample of the bank); by_student: {student: row with 'cells'} (course.export.rows());
+    points: {grade_id: points}. X: lost points in a cell meant to catch it; x: lost points in another cell; !: expected to
+    lose points there, and kept them."""
     width = max(len('mistake'), *(len(m.student) for m in bank.MUTANTS))
     lines = ['X lost points in a cell meant to catch it, x in another cell, ! expected but kept',
              f"{'mistake':<{width}}  " + ' '.join(f'{i:>2}' for i in range(1, len(points) + 1))]

@@ -14,6 +14,9 @@ from typing import NamedTuple
 # Grading as root, each kernel runs as a user of its own, UID_BASE + the launcher's pid (unique while it runs, far above
 # real users): root ignores RLIMIT_NPROC, which counts the processes of a user, so sandboxes must not share one.
 UID_BASE = 1 << 30
+# Grading as a user, each warm kernel runs in a user namespace of its own as this uid, mapped to the user outside (the one
+# uid a user may map); not 0, so that a program it runs gains no capability there.
+USERNS_UID = 1000
 
 # Per process. The real notebook, on 2 cores, peaks at 1.5 GiB of address space, 0.45 GiB of data, 330 MiB resident,
 # 16 threads (each counts as a process) and 6 s of CPU; torch on 64 threads (a big machine) takes 1.8 GiB of data

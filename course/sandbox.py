@@ -39,8 +39,9 @@ def available():
     return subprocess.run(argv, capture_output=True, timeout=30).returncode == 0
 
 
-def namespaces():
-    """bwrap and its isolation flags, as this user can run it."""
+def namespaces(nest=False):
+    """bwrap and its isolation flags, as this user can run it. nest: as a user, let the sandbox create user namespaces of
+    its own (the warm kernel server, which gives each kernel one); a kernel never may."""
     # policy.NAMESPACES (pid 1 of the pid namespace is bwrap, which exits with the kernel); cgroup where the kernel has it.
     argv = ['bwrap', *(f'--unshare-{ns}' + '-try' * (ns == 'cgroup') for ns in policy.NAMESPACES),
             '--hostname', policy.HOSTNAME,
@@ -51,7 +52,7 @@ def namespaces():
         # As root bwrap is privileged: keep only what setpriv needs to drop to the kernel's user (no user namespace, as
         # bwrap would map the kernel to root).
         return argv + ['--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID']
-    return argv + ['--unshare-user', '--disable-userns']  # as a user: a user namespace, and no nested one inside
+    return argv + ['--unshare-user'] + ['--disable-userns'] * (not nest)  # as a user: a user namespace (no nested one)
 
 
 def find_data(cwd):
@@ -59,12 +60,13 @@ def find_data(cwd):
     return next((d / 'input.txt' for d in cwd.parents[:3] if (d / 'input.txt').is_file()), None)
 
 
-def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(), limits=True):
+def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(), limits=True, nest=False):
     """The command that runs kernel_argv sandboxed: it may write only cwd (and a private /tmp), read the system, the
     Python install and input.txt, and reach only the sockets next to connection_file; as uid if given (root only).
     files: {path in the sandbox: open file descriptor} of files bwrap copies into its /tmp (pass_fds them to bwrap).
-    caps: capabilities kept besides setuid's (as root); limits: False to leave policy.LIMITS to kernel_argv (the warm
-    kernel server applies them to each kernel it forks)."""
+    caps: capabilities kept (as root, besides setuid's; as a user, in the sandbox's user namespace only); limits: False to
+    leave policy.LIMITS to kernel_argv (the warm kernel server applies them to each kernel it forks); nest: see
+    namespaces()."""
     # The system, read-only: /usr, /etc, and /bin, /lib... as they are here (symlinks into /usr on Debian).
     binds = [('--ro-bind', '/usr'), ('--ro-bind', '/etc')]
     binds += [('--ro-bind', top) for top in ('/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32')
@@ -78,7 +80,7 @@ def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(),
     # Read-write: the folder of the connection file (the kernel creates its unix sockets there) and cwd, nothing else.
     binds += [('--bind', str(connection_file.parent)), ('--bind', str(cwd))]
 
-    argv = namespaces() + [a for cap in caps for a in ('--cap-add', cap)] * (os.geteuid() == 0)
+    argv = namespaces(nest) + [a for cap in caps for a in ('--cap-add', cap)]
     # Fresh /proc, minimal /dev, policy.COVERS (a private /tmp and /dev/shm in RAM, capped).
     argv += ['--proc', '/proc', '--dev', '/dev']
     for cover in sorted(policy.COVERS, key=lambda c: c.path.count('/'), reverse=True):  # /dev/shm after /dev

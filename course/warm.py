@@ -2,7 +2,8 @@
 warm kernels (kernel_config()), and the kernel launcher (launch(), the kernelspec's argv: `python -m course.warm`).
 
 The server (course.warm_server) runs in one bubblewrap sandbox per grading run and forks each kernel, past its imports,
-into namespaces, folders and a user of its own. The launcher, which jupyter_client starts and stops as it would a
+into namespaces, folders and a user of its own (as root, a uid of its own; as a user, a user namespace of its own,
+docs/security.md says what differs). The launcher, which jupyter_client starts and stops as it would a
 kernel, asks the server for a kernel over a unix socket, passes it its stdout, stderr and extra arguments, and exits
 with the kernel's status once the kernel is gone; if the launcher goes away, the server stops the kernel.
 
@@ -24,15 +25,23 @@ from course import policy, sandbox
 
 NAME = 'course-warm'  # the kernelspec name
 SOCKET_ENV = 'COURSE_WARM_SOCKET'  # the kernelspec sets it for the launcher: the server's socket
-# Kept by the server besides setuid's, to build each kernel's namespaces and reach its folder; no kernel keeps any.
+# Kept by the server besides setuid's, to build each kernel's namespaces and reach its folder; no kernel keeps any. As a
+# user, they are capabilities in the server's user namespace only, over nothing the user could not touch anyway.
 CAPS = ('CAP_SYS_ADMIN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH')
 CODE = '/tmp/warm-code'  # in the server's sandbox: the package files it runs (SERVER_FILES), copied there
 SERVER_FILES = ('__init__.py', 'policy.py', 'warm_server.py')
 
 
 def available():
-    """True if warm kernels can run here: the sandbox, as root (each kernel needs a user of its own)."""
-    return os.geteuid() == 0 and sandbox.available()
+    """True if warm kernels can run here: the sandbox, and as a user, user namespaces inside it (a kernel of the server
+    gets one of its own)."""
+    if not sandbox.available():
+        return False
+    if os.geteuid() == 0:
+        return True
+    argv = [*sandbox.namespaces(nest=True), '--ro-bind', '/', '/', '--proc', '/proc', 'unshare', '--user', '--map-root-user',
+            'true']
+    return subprocess.run(argv, capture_output=True, timeout=30).returncode == 0
 
 
 def launch(connection_file, *extra):
@@ -75,13 +84,14 @@ def server(root):
     autograded.mkdir(exist_ok=True)
     data = sandbox.find_data(autograded / 'student' / 'assignment')
     sock = batch / 'server.sock'
-    cfg = {'socket': str(sock), 'cover': [str(autograded), str(batch)], 'data': str(data) if data else None, 'code': CODE}
+    cfg = {'socket': str(sock), 'cover': [str(autograded), str(batch)], 'data': str(data) if data else None, 'code': CODE,
+           'userns': os.geteuid() != 0}  # as a user: a user namespace per kernel instead of a uid
     files = sandbox.mpl_cache()
     here = Path(__file__).resolve().parent
     code = {f'{CODE}/course/{name}': os.open(here / name, os.O_RDONLY) for name in SERVER_FILES}
     serve = f'import sys; sys.path.insert(0, {CODE!r}); from course.warm_server import serve; serve(sys.argv[1])'
     argv = sandbox.bwrap_argv(autograded, sock, [sys.executable, '-P', '-c', serve, json.dumps(cfg)],
-                              files={**files, **code}, caps=CAPS, limits=False)
+                              files={**files, **code}, caps=CAPS, limits=False, nest=True)
     # A session of its own: Ctrl-C stops the grading, which then stops the server (and bwrap --die-with-parent, if it dies).
     proc = subprocess.Popen(argv, pass_fds=[*files.values(), *code.values()], stdout=subprocess.PIPE, start_new_session=True)
     for fd in [*files.values(), *code.values()]:

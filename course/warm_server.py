@@ -10,6 +10,9 @@ The server runs no student code: it only forks. Per kernel (K0 -> K1 -> K2):
     them only its own notebook folder and sockets (and input.txt and Python, read-only);
   - K2 applies policy.LIMITS, setsid, its own uid (policy.UID_BASE + the launcher's pid), no_new_privs, policy.kernel_env
     and a fresh numpy seed, then runs ipykernel with policy.kernel_argv.
+Run by a user rather than root (cfg['userns']), the server cannot give a kernel a uid of its own: K0 also unshares a user
+namespace, in which the kernel is policy.USERNS_UID (the user outside), the only uid mapped; K1 builds the rest in it;
+K2 drops every capability it has there, since its uid did not change.
 Standard library and course.policy only: those are the files course.warm copies into the sandbox.
 """
 
@@ -38,9 +41,11 @@ PRELOAD = ('numpy', 'torch', 'torch.nn', 'torch.nn.functional', 'torch.optim',
            'http.server', 'mimetypes', 'encodings.idna', 'faulthandler')
 RLIMITS = {name: getattr(resource, f'RLIMIT_{name.upper()}') for name in policy.LIMITS}
 # linux/sched.h, linux/mount.h, linux/prctl.h
-CLONE = {'mnt': 0x20000, 'cgroup': 0x2000000, 'uts': 0x4000000, 'ipc': 0x8000000, 'pid': 0x20000000, 'net': 0x40000000}
+CLONE = {'mnt': 0x20000, 'cgroup': 0x2000000, 'uts': 0x4000000, 'ipc': 0x8000000, 'user': 0x10000000, 'pid': 0x20000000,
+         'net': 0x40000000}
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 4, 24, 38, 47
+PR_CAP_AMBIENT_CLEAR_ALL, LINUX_CAPABILITY_VERSION_3 = 4, 0x20080522
 libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -106,7 +111,9 @@ def start_kernel(cfg, listener, sel):
         conn.settimeout(None)
         req = json.loads(msg)
         covers = [Path(c) for c in cfg['cover']]
-        if not (len(fds) == 2 and isinstance(req.get('uid'), int) and req['uid'] >= policy.UID_BASE
+        uid = req.get('uid')
+        uid_ok = uid is None if cfg.get('userns') else isinstance(uid, int) and uid >= policy.UID_BASE
+        if not (len(fds) == 2 and uid_ok
                 and Path(req['cwd']).parent.parent in covers[:1] and Path(req['conn']).is_relative_to(covers[1])
                 and all(isinstance(a, str) for a in req.get('extra', []))):
             raise ValueError(f'refused: {msg[:300]!r}')  # only launchers write here; a kernel runs as its own user
@@ -151,7 +158,13 @@ def k0(cfg, req, fds):
     flags = CLONE['mnt']  # a mount namespace of its own, besides the policy's
     for ns in policy.NAMESPACES:
         flags |= CLONE[ns]
-    check(libc.unshare(flags), 'unshare')
+    uid, gid = os.geteuid(), os.getegid()
+    check(libc.unshare(flags | CLONE['user'] * bool(cfg.get('userns'))), 'unshare')
+    if cfg.get('userns'):  # the user namespace comes first, and owns the others: map the one uid there is
+        for name, text in (('setgroups', 'deny'), ('uid_map', f'{policy.USERNS_UID} {uid} 1'),
+                           ('gid_map', f'{policy.USERNS_UID} {gid} 1')):
+            with open(f'/proc/self/{name}', 'w') as f:
+                f.write(text)
     child = os.fork()
     if child == 0:
         k1(cfg, req, fds)
@@ -199,7 +212,12 @@ def confine(cfg, req):
     for cover in policy.COVERS:
         mount('tmpfs', cover.path, 'tmpfs', MS_NOSUID | MS_NODEV, f'size={cover.size},mode={cover.mode:o}')
     covers = [p for p in cfg['cover'] if os.path.isdir(p)]  # those below /tmp are already gone
-    for path in covers:
+    # What is kept below the new /tmp hangs from a small file system of its own at /tmp/<first folder>, made read-only
+    # once the binds are in, as course.sandbox's bwrap does: the folders leading to them are not the kernel's to write
+    # (as a user, the kernel owns every folder made here, so their mode alone would not stop it).
+    hooks = sorted({'/'.join(Path(p).parts[:3]) for p in keep if len(Path(p).parts) > 3 and Path(p).parts[1] == 'tmp'})
+    for path in covers + hooks:
+        os.makedirs(path, exist_ok=True)
         mount('tmpfs', path, 'tmpfs', MS_NOSUID | MS_NODEV, 'size=1m,mode=0755')
     for path, readonly in keep.items():
         if os.path.isdir(f'/proc/self/fd/{held[path]}'):
@@ -211,7 +229,7 @@ def confine(cfg, req):
         if readonly:
             mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
         os.close(held[path])
-    for path in covers:
+    for path in covers + hooks:
         mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     for folder in policy.WRITABLE:
         os.makedirs(folder, exist_ok=True)
@@ -236,6 +254,8 @@ def k2(cfg, req, fds):
             os.setresgid(req['uid'], req['uid'], req['uid'])
             os.setresuid(req['uid'], req['uid'], req['uid'])  # not root any more: every capability is gone
             check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), 'prctl')  # its /proc/self is its own, as after an exec
+        else:
+            drop_capabilities()  # its uid is the one it had: its capabilities in its user namespace must go explicitly
         check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 'prctl')  # and no setuid program gives one back
         os.chdir(req['cwd'])
         os.environ.clear()
@@ -261,6 +281,16 @@ def k2(cfg, req, fds):
         os._exit(code)
 
 
+def drop_capabilities():
+    """Empty the bounding, ambient, effective, permitted and inheritable capability sets of this process, for good."""
+    with open('/proc/sys/kernel/cap_last_cap') as f:
+        last = int(f.read())
+    for cap in range(last + 1):
+        check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), 'prctl')
+    check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), 'prctl')
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # two of {effective, permitted, inheritable}, all zero
+    check(libc.capset(header, data), 'capset')
 
 
 if __name__ == '__main__':

@@ -1,6 +1,6 @@
-"""The class that tests/test_grading.py and tests/test_submissions.py grade once, together, through the real command
-(python -m course.grade): for every step, its demo class and its damaged, broken and hostile corpus; and a handful of the
-demo class graded by plain serial nbgrader, to compare with."""
+"""The class that tests/test_grading.py and tests/submissions.py (collected through it) grade once, together, through
+the real command (python -m course.grade): for every step, its demo class and its damaged, broken and hostile corpus;
+and a handful of the demo class graded by plain serial nbgrader, to compare with."""
 
 import csv
 import hashlib
@@ -15,10 +15,10 @@ from conftest import can_sandbox
 from corpus import cases
 from course import runner
 from course.cells import read
-from course.demo import DEMO_MARK, bank, demo_class, edited, solved, write_class
+from course.demo import DEMO_MARK, bank, demo_class, edited, sampled, solved, write_class
 from course.layout import ROOT, copy_course, notebooks, steps
 
-PLAIN_SAMPLE = 5  # demo students per step graded by plain nbgrader too: perfect, blank, and the bank's first three
+PLAIN_SAMPLE = 2  # demo students per step graded by plain nbgrader too: perfect and the bank's first mistake
 
 
 class Graded(NamedTuple):
@@ -86,13 +86,13 @@ def clean_students(step):
 def grade_class(course, port):
     copy_course(course)
     sandboxed = can_sandbox()
-    clean = {step: clean_students(step) for step in steps()}
+    clean = {step: clean_students(step) for step in steps()[:1]}  # the grader's property, not the step's: one step
     for step, students in clean.items():
         for student, nb in students:
             write(course / 'submitted' / student / step, {notebooks(step)[0]: nb})
     alone, _ = run(course)
     shutil.rmtree(course / 'submitted')
-    write_class(demo_class(), course / 'submitted')
+    write_class(demo_class(sample=True), course / 'submitted')  # each bank sampled (make mutants grades them whole)
     (course / 'submitted' / DEMO_MARK).unlink()
     graded_cases = {}
     for i, step in enumerate(steps()):
@@ -103,7 +103,7 @@ def grade_class(course, port):
         for case in graded_cases[step]:
             write(course / 'submitted' / case.student / step, case.make(name, release, perfect, fake))
     before = snapshot(course)
-    rows, out = run(course, '--kill-matrix')
+    rows, out = run(course, '--kill-matrix')  # prints the kill matrix of each step's sample
     alone = {(step, s): alone[(step, s)] for step, students in clean.items() for s, _ in students}
     return Graded(course, rows, out, alone, graded_cases, before, sandboxed)
 
@@ -112,8 +112,7 @@ def plain_sample(cls):
     """PLAIN_SAMPLE students of each step of the demo class: {student: {step: notebooks}}."""
     out = {}
     for step in steps():
-        names = ['perfect', 'blank', *(v.student for v in [*getattr(bank(step), 'MUTANTS', []),
-                                                             *getattr(bank(step), 'ALTERNATIVES', [])])]
+        names = ['perfect', *(v.student for v in sampled(step))]
         for student in names[:PLAIN_SAMPLE]:
             out.setdefault(student, {})[step] = cls[student][step]
     return out
@@ -126,7 +125,7 @@ def grade_plain(course):
     from course.benchmark import grades
 
     copy_course(course)
-    cls = plain_sample(demo_class())
+    cls = plain_sample(demo_class(sample=True))
     write_class(cls, course / 'submitted')
     for step in steps():
         runner.run('generate_assignment', step, '--force', '--CourseDirectory.release_directory=.build/release', cwd=course)

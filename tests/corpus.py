@@ -24,7 +24,10 @@ class Case(NamedTuple):
     status: str  # the grade table's status starts with this
     points: object  # 'full', the exact autograded points, or None (not fixed)
     needs_sandbox: bool = False  # only safe to run inside the sandbox
-    every_step: bool = True  # False: about the grader, not the step: run on the first step only
+    # False: about the grader and its repairs, not the step: run on the first step only. Every step gets the cases that
+    # its own cells and checks decide: the damaged notebook whose repair must match its cells by content alone, the
+    # unreadable ones (no kernel: cheap), and the two hostile notebooks that fake its tests in the kernel and its record.
+    every_step: bool = True
 
 
 def first(nb, kind):
@@ -122,22 +125,22 @@ def raw(data):
 MARK = 'course-grading-test-marker'  # in the command line of processes a case leaves behind
 
 DAMAGED = [
-    Case('damaged_metadata_stripped', edit(strip_metadata), 'graded (', 'full'),
+    Case('damaged_metadata_stripped', edit(strip_metadata), 'graded (', 'full', every_step=False),
     Case('damaged_metadata_and_ids_stripped', edit(strip_metadata_and_ids), 'graded (', 'full'),
-    Case('damaged_locked_test_edited', edit(edit_locked_test), 'graded (1 repair)', 'full'),
-    Case('damaged_test_cell_deleted', edit(delete_test), 'graded (1 repair)', 'full'),
-    Case('damaged_solution_duplicated', edit(duplicate_solution), 'graded (1 repair)', 'full'),
-    Case('damaged_answer_turned_markdown', edit(solution_to_markdown), 'graded (1 repair)', 'full'),
-    Case('damaged_cells_inserted_reordered', edit(insert_and_reorder), 'graded (1 repair)', 'full'),
-    Case('damaged_old_format_without_ids', edit(old_format_without_ids), 'graded (1 repair)', 'full'),
-    Case('damaged_renamed_other_kernel', edit(renamed_other_kernel), 'graded (2 repairs)', 'full'),
+    Case('damaged_locked_test_edited', edit(edit_locked_test), 'graded (1 repair)', 'full', every_step=False),
+    Case('damaged_test_cell_deleted', edit(delete_test), 'graded (1 repair)', 'full', every_step=False),
+    Case('damaged_solution_duplicated', edit(duplicate_solution), 'graded (1 repair)', 'full', every_step=False),
+    Case('damaged_answer_turned_markdown', edit(solution_to_markdown), 'graded (1 repair)', 'full', every_step=False),
+    Case('damaged_cells_inserted_reordered', edit(insert_and_reorder), 'graded (1 repair)', 'full', every_step=False),
+    Case('damaged_old_format_without_ids', edit(old_format_without_ids), 'graded (1 repair)', 'full', every_step=False),
+    Case('damaged_renamed_other_kernel', edit(renamed_other_kernel), 'graded (2 repairs)', 'full', every_step=False),
 ]
 
 BROKEN = [
     Case('broken_malformed_json', raw(b'{"cells": [{"cell_type": "code", "sour'), 'unreadable (', 0),
     Case('broken_empty_file', raw(b''), 'unreadable (empty file)', 0),
     Case('broken_missing_notebook', lambda name, r, p, f: {'README.txt': b'I forgot to attach it'}, 'needs attention (no ', 0),
-    Case('broken_kernel_exit', with_code('import os\nos._exit(1)', top=True), 'kernel died', 0),
+    Case('broken_kernel_exit', with_code('import os\nos._exit(1)', top=True), 'kernel died', 0, every_step=False),
     Case('broken_segfault', with_code('import ctypes\nctypes.string_at(0)', top=True), 'kernel died', 0, every_step=False),
     # interrupted, then the notebook goes on
     Case('broken_infinite_loop', with_code('while True:\n    pass'), 'timeout (in cell {solution})', 'full', every_step=False),
@@ -222,8 +225,8 @@ def hostile(port):
     """The hostile cases; the network attempt aims at port, where a real listener waits."""
     return [
         Case('hostile_fake_patched_torch', blank_with_code(PATCH_TORCH, with_fake=True), 'graded', 0),
-        Case('hostile_try_except_every_cell', blank_with_code(TRY_EXCEPT_EVERY_CELL), 'graded', 0),
-        Case('hostile_silenced_tracebacks', blank_with_code(SILENCE_TRACEBACKS, with_fake=True), 'graded', 0),
+        Case('hostile_try_except_every_cell', blank_with_code(TRY_EXCEPT_EVERY_CELL), 'graded', 0, every_step=False),
+        Case('hostile_silenced_tracebacks', blank_with_code(SILENCE_TRACEBACKS, with_fake=True), 'graded', 0, every_step=False),
         Case('hostile_forged_probe_record', blank_with_code(TRY_EXCEPT_EVERY_CELL + FORGE_PROBE), 'graded', 0),
         Case('hostile_touches_the_course', blank_with_code(touch_the_course(port)), 'graded', 0, True, False),
         Case('hostile_locks_the_gradebook', blank_with_code(LOCK_GRADEBOOK), 'graded', 0, True, False),

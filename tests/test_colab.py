@@ -96,10 +96,12 @@ def test_data_cell_says_how_to_provide_the_file_when_the_url_is_unreachable(note
     assert sorted(p.name for p in folder.iterdir()) == [name], 'a failed download left a file behind'
 
 
-def test_release_runs_in_an_empty_folder_until_the_first_exercise(tmp_path, notebook):
-    """Top to bottom, the first error is the stub of a student's exercise: what comes before it needs nothing else."""
+def test_release_runs_in_an_empty_folder_until_the_first_exercise(tmp_path, notebook, server, monkeypatch):
+    """Top to bottom, the first error is the stub of a student's exercise: what comes before it needs nothing but the
+    data cell's download (from the local server)."""
     aid, name = notebook
     folder = fresh_folder(tmp_path, aid, name)
+    monkeypatch.setenv('TINY_SHAKESPEARE_URL', f'{server}/good.txt')
     nb = read(folder / name)
     with pytest.raises(CellExecutionError) as stopped:
         NotebookClient(nb, timeout=120, kernel_name='python3', resources={'metadata': {'path': str(folder)}}).execute()

@@ -18,11 +18,14 @@ def test_generated_files_are_up_to_date_with_source():
 
 
 def hidden_lines(step, name):
-    """The lines of the hidden tests of a source notebook that appear nowhere else in it (what must never leak)."""
+    """The lines of the hidden tests of a source notebook whose code appears nowhere else in it: not in a visible cell,
+    nor in a solution (a student may write it), comments aside. What must never leak."""
     cells = read(ROOT / 'source' / step / name).cells
-    shown = set().union(*(lines(REGION.sub('', c.source)) for c in cells))
+    elsewhere = [REGION.sub('', c.source) for c in cells]
+    elsewhere += [body for c in cells for kind, body in REGION.findall(c.source) if kind == 'SOLUTION']
+    shown = {code_of(line).strip() for text in elsewhere for line in lines(text)}
     hidden = set().union(*(lines(body) for c in cells for kind, body in REGION.findall(c.source) if kind == 'HIDDEN TESTS'))
-    return sorted(line for line in hidden - shown if len(line) > 20)  # lines long enough to be telling
+    return sorted(line for line in hidden if code_of(line).strip() not in shown and len(line) > 20)  # long enough to tell
 
 
 def lines(text):

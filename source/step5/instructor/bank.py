@@ -79,7 +79,7 @@ MUTANTS = [
             TORCH_BATCHED + AGREE),
     Variant('qkv_split_as_k_q_v', batched(('q, k, v = self.qkv(x).split(C, dim=-1)', 'k, q, v = self.qkv(x).split(C, dim=-1)')),
             TORCH_BATCHED + AGREE),
-    Variant('batched_mask_not_sliced', batched(('self.tril[:T, :T] == 0', 'self.tril == 0')), TORCH_BATCHED),
+    Variant('batched_mask_not_sliced', batched(('self.tril[None, None, :T, :T] == 0', 'self.tril == 0')), TORCH_BATCHED),
     Variant('heads_interleaved_by_view_order', batched((SPLIT_VIEWS, """        q = q.view(B, T, hs, nh).permute(0, 3, 1, 2)  # (B,nh,T,hs)
         k = k.view(B, T, hs, nh).permute(0, 3, 1, 2)  # (B,nh,T,hs)
         v = v.view(B, T, hs, nh).permute(0, 3, 1, 2)  # (B,nh,T,hs)""")), TORCH_BATCHED + AGREE),
@@ -163,8 +163,8 @@ ALTERNATIVES = [
     Variant('alt_batched_einsum', batched((SCORES, "scores = torch.einsum('bhqd,bhkd->bhqk', q, k) / hs**0.5"),
                                           (MERGE, "out = torch.einsum('bhqk,bhkd->bqhd', A, v).reshape(B, T, C)"))),
     Variant('alt_batched_sdpa', batched(("""        scores = q @ k.transpose(-2, -1) * hs**-0.5  # (B,nh,T,hs) @ (B,nh,hs,T) -> (B,nh,T,T)
-        scores = scores.masked_fill(self.tril[:T, :T] == 0, float('-inf'))  # (B,nh,T,T)
-        A = F.softmax(scores, dim=-1)  # (B,nh,T,T)
+        scores = scores.masked_fill(self.tril[None, None, :T, :T] == 0, float('-inf'))  # (B,nh,T,T): one mask for every head
+        A = scores.softmax(dim=-1)  # (B,nh,T,T)
         """ + MERGE, """        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B,nh,T,hs)
         out = y.transpose(1, 2).reshape(B, T, C)"""))),
     Variant('alt_batched_permute_and_chunk', batched(('q, k, v = self.qkv(x).split(C, dim=-1)', 'q, k, v = self.qkv(x).chunk(3, dim=-1)'),

@@ -28,7 +28,7 @@ def main(argv=None):
     ap.add_argument('--demo', action='store_true', help='grade a demo class generated from source/ instead of submitted/')
     ap.add_argument('--kill-matrix', action='store_true', help="print each step's kill matrix (with --demo)")
     ap.add_argument('--sample', action='store_true',
-                    help="with --demo: each step's bank sampled, a mistake and an alternative per graded function "
+                    help="with --demo: each step's bank sampled, a mistake per graded function and one alternative "
                          '(course.demo.sampled; what make test grades)')
     ap.add_argument('--jobs', type=int, default=os.cpu_count() + 2,
                     help='submissions graded at once (default: the cores + 2, so the cores work while a job waits on its kernel)')

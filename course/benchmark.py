@@ -9,6 +9,7 @@
 
 import argparse
 import copy
+import getpass
 import os
 import platform
 import shutil
@@ -55,13 +56,15 @@ def make_class(size, selected=None):
 
 
 def stamp():
-    """When, on what code and on what machine the figures below were measured."""
+    """When, on what code, on what machine, as whom and with which Python the figures below were measured."""
     commit = subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     cpu = next((line.split(':', 1)[1].strip() for line in Path('/proc/cpuinfo').read_text().splitlines()
                 if line.startswith('model name')), platform.processor())
     load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
+    who = 'root' if os.geteuid() == 0 else f'user {getpass.getuser()} (not root: warm kernels in user namespaces)'
     return (f'measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, commit {commit or "?"}, {platform.node()}: '
-            f'{os.cpu_count()} x {cpu}, {psutil.virtual_memory().total / 2**30:.0f} GiB, load average before {load}')
+            f'{os.cpu_count()} x {cpu}, {psutil.virtual_memory().total / 2**30:.0f} GiB, load average before {load}; '
+            f'as {who}, Python {platform.python_version()} ({sys.executable})')
 
 
 def timed(cmd, cwd):

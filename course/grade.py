@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 from traitlets.config import Config
 
-from course import demo, grading, sandbox
+from course import demo, grading, runner, sandbox
 from course.killmatrix import kill_matrix, missing
 from course.layout import ROOT, autograded_points, steps
 from course.report import step_block, total_block
@@ -41,6 +41,7 @@ def main(argv=None):
     ap.add_argument('--step', action='append', dest='steps', metavar='ID', choices=steps(),
                     help='grade only this step of source/ (repeatable; default: every one)')
     args = ap.parse_args(argv)
+    runner.worker_context()  # the workers' template imports nbgrader and torch while this process prepares the class
     selected = args.steps or steps()
     kind = grading.kernel_kind(args.no_sandbox, args.cold)
     if kind == 'unsandboxed':

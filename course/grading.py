@@ -8,7 +8,6 @@ with whatever it started, when a submission takes too long or kills it, and star
 """
 
 import contextlib
-import multiprocessing
 import os
 import queue
 import shutil
@@ -20,7 +19,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from course import results, runner, sandbox, warm
+from course import cgroups, results, runner, sandbox, warm
 from course.cells import read
 from course.layout import ROOT, log_path, notebooks
 from course.repair import repair_submission
@@ -149,9 +148,7 @@ class Worker:
 def grade_all(jobs, kernels, settings, timeout, workers, feedback, root=ROOT):
     """Autograde, and write the feedback of, every (step, student) of jobs (a list, or a future of one), `workers` at a
     time, each on the next idle worker."""
-    context = multiprocessing.get_context('forkserver')
-    context.set_forkserver_preload(['course.grading', 'course.preprocessors', 'nbgrader.apps.api', 'nbgrader.converters',
-                                    'torch'])
+    context = runner.worker_context()
     pool_workers = [Worker(context, settings, kernels, feedback, root) for _ in range(max(1, workers))]
     idle = queue.Queue()
     for worker in pool_workers:
@@ -175,6 +172,7 @@ def grade_all(jobs, kernels, settings, timeout, workers, feedback, root=ROOT):
             worker.proc.join(10)
             if worker.proc.is_alive():
                 worker.stop()
+        runner.stop_worker_context()
 
 
 def kernel_kind(no_sandbox=False, cold=False):
@@ -200,6 +198,7 @@ def grade_class(selected, kind, settings=None, timeout=180, workers=None, feedba
             grade_all(jobs, kernels, settings, timeout, workers or os.cpu_count() + 2, feedback, root)
         for step, student in jobs.result():
             results.finish(step, student, root)
+    cgroups.sweep()  # the kernels' cgroups that a launcher killed by jupyter_client left (empty)
     runner.export(root / 'grades.csv', root)
     from nbgrader.api import Gradebook
 

@@ -46,6 +46,40 @@ class Cover(NamedTuple):
 
 
 COVERS = (Cover('/tmp', 512 << 20, 0o1777), Cover('/dev/shm', 64 << 20, 0o1777))
+
+# The notebook's folder (cwd) is covered too, by FOLDER: a file system in RAM, capped, through which the kernel sees what
+# the folder held when it started, read-only (regular files and folders only, at most FOLDER_ENTRIES of them), and can
+# write only RECORDS there: files the grader made empty for the kernel to fill (the probe's record of numbers, each
+# capped by LIMITS['fsize']). Whatever else it writes stays in the cover and is gone with the kernel: nothing a
+# submission's code writes is left in autograded/.
+FOLDER = Cover('.', 128 << 20, 0o1777)  # path: cwd, whatever it is
+FOLDER_ENTRIES = 1000
+PROBE_RECORD = '_probe_out.npz'  # the out-of-process checks' record (course.preprocessors)
+RECORDS = (PROBE_RECORD,)
+
+# Per kernel, all its processes together (a cgroup of its own, beneath the grader's, where the machine lets the grader
+# make one: course.cgroups): memory (resident and in its RAM file systems, which count too) and processes and threads.
+# Processes: below LIMITS['nproc'], which counts per user (a kernel's, as root; as a user, theirs, for all kernels).
+# Memory: as much as one process's LIMITS['data'], which a process meets first unless it touches all it allocates.
+TOTALS = {'memory': 4 << 30, 'pids': 192}
+
+
+def folder_entries(folder):
+    """The names in folder (a path, or /proc/self/fd/<n> of an open folder) that a kernel sees through FOLDER,
+    read-only: its regular files and folders, never a link, fifo or device, and not RECORDS. ValueError past
+    FOLDER_ENTRIES."""
+    with os.scandir(folder) as it:
+        names = sorted(e.name for e in it if e.name not in RECORDS
+                       and (e.is_file(follow_symlinks=False) or e.is_dir(follow_symlinks=False)))
+    if len(names) > FOLDER_ENTRIES:
+        raise ValueError(f'the notebook folder holds {len(names)} files and folders, more than the {FOLDER_ENTRIES} a '
+                         'kernel may see: grade a submission with fewer')
+    return names
+
+
+def record_entries(folder):
+    """The RECORDS in folder, as regular files (the grader made them): the kernel may write those."""
+    return [n for n in RECORDS if os.path.isfile(os.path.join(folder, n)) and not os.path.islink(os.path.join(folder, n))]
 MPLCONFIGDIR = '/tmp/.config/matplotlib'  # matplotlib's cache, writable, in the private /tmp
 WRITABLE = ('/tmp/.config', MPLCONFIGDIR)  # made 1777 inside the private /tmp
 

@@ -10,11 +10,12 @@ import numpy as np
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Integer
 
+from course import policy
 from course.cells import role
 from course.layout import instructor_module
 from course.sandbox import sanitize
 
-PROBE_IN, PROBE_OUT = '_probe_in.npz', '_probe_out.npz'  # next to the notebook being graded
+PROBE_IN, PROBE_OUT = '_probe_in.npz', policy.PROBE_RECORD  # next to the notebook being graded
 
 
 def capped(text, max_lines, max_chars):
@@ -72,6 +73,7 @@ class AddProbe(NbGraderPreprocessor):
             resources['probe_inputs'] = checks.make_inputs()  # judged from this copy: the student can rewrite the file
             np.savez(folder / PROBE_IN, **resources['probe_inputs'])
             (folder / PROBE_OUT).unlink(missing_ok=True)
+            (folder / PROBE_OUT).touch()  # empty: one of policy.RECORDS, the one file the kernel may write in its folder
             cell = nbformat.v4.new_code_cell(checks.PROBE)
             cell.metadata['course'] = {'probe': True}
             nb.cells.append(cell)
@@ -93,7 +95,7 @@ class JudgeProbe(NbGraderPreprocessor):
         record, inputs = {}, resources['probe_inputs']
         out = folder / PROBE_OUT
         try:
-            if out.is_file() and not out.is_symlink() and out.stat().st_size <= self.max_bytes:
+            if out.is_file() and not out.is_symlink() and 0 < out.stat().st_size <= self.max_bytes:
                 with np.load(out, allow_pickle=False) as f:
                     record = {k: f[k] for k in f.files}
         except Exception as e:  # a damaged or forged record: every check fails

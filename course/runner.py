@@ -2,7 +2,10 @@
 API in this process, its command in a subprocess, and its export."""
 
 import contextlib
+import multiprocessing
+import multiprocessing.forkserver
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +77,26 @@ def run(*args, check=True, cwd=ROOT, **kw):
     if check and done.returncode:
         sys.exit(f'error: nbgrader {" ".join(args[:2])} failed:\n{done.stdout}{done.stderr}')
     return done
+
+
+# What each nbgrader worker (course.grading) needs imported before it grades: nbgrader, the course's preprocessors, and
+# torch (the out-of-process checks compute their references with it).
+WORKER_PRELOAD = ['course.grading', 'course.preprocessors', 'nbgrader.apps.api', 'nbgrader.converters', 'torch']
+
+
+def worker_context():
+    """The multiprocessing context nbgrader workers are started from: a forkserver that imports WORKER_PRELOAD once,
+    started now, so that it imports while this process does other work (course.grade calls it first)."""
+    context = multiprocessing.get_context('forkserver')
+    context.set_forkserver_preload(WORKER_PRELOAD)
+    multiprocessing.forkserver.ensure_running()
+    return context
+
+
+def stop_worker_context():
+    """Stop the forkserver at once (it holds nothing; its interpreter's teardown, with torch loaded, takes seconds)."""
+    server = multiprocessing.forkserver._forkserver  # the stdlib keeps it private: its pid, and _stop(), which waits for it
+    if server._forkserver_pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server._forkserver_pid, signal.SIGKILL)
+        server._stop()

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 from traitlets.config import Config
 
-from course import policy
+from course import cgroups, policy
 from course.layout import ROOT
 
 NAME = 'course-sandbox'  # the kernelspec name
@@ -60,13 +60,22 @@ def find_data(cwd):
     return next((d / 'input.txt' for d in cwd.parents[:3] if (d / 'input.txt').is_file()), None)
 
 
-def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(), limits=True, nest=False):
+def folder_cover(cwd):
+    """bwrap flags that cover the notebook's folder with policy.FOLDER: a capped tmpfs, the folder's entries read-only
+    through it, and its policy.RECORDS read-write."""
+    argv = ['--perms', f'{policy.FOLDER.mode:o}', '--size', str(policy.FOLDER.size), '--tmpfs', str(cwd)]
+    argv += [a for name in policy.folder_entries(cwd) for a in ('--ro-bind', str(cwd / name), str(cwd / name))]
+    return argv + [a for name in policy.record_entries(cwd) for a in ('--bind', str(cwd / name), str(cwd / name))]
+
+
+def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(), limits=True, nest=False, cover_cwd=True):
     """The command that runs kernel_argv sandboxed: it may write only cwd (and a private /tmp), read the system, the
     Python install and input.txt, and reach only the sockets next to connection_file; as uid if given (root only).
     files: {path in the sandbox: open file descriptor} of files bwrap copies into its /tmp (pass_fds them to bwrap).
     caps: capabilities kept (as root, besides setuid's; as a user, in the sandbox's user namespace only); limits: False to
     leave policy.LIMITS to kernel_argv (the warm kernel server applies them to each kernel it forks); nest: see
-    namespaces()."""
+    namespaces(); cover_cwd: False to bind cwd read-write rather than cover it (folder_cover()): the warm kernel server, which
+    covers each kernel's folder itself."""
     # The system, read-only: /usr, /etc, and /bin, /lib... as they are here (symlinks into /usr on Debian).
     binds = [('--ro-bind', '/usr'), ('--ro-bind', '/etc')]
     binds += [('--ro-bind', top) for top in ('/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32')
@@ -77,7 +86,8 @@ def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(),
     binds += [('--ro-bind', p) for p in dict.fromkeys(pythons)]
     data = find_data(cwd)
     binds += [('--ro-bind', str(data))] if data else []  # read-only
-    # Read-write: the folder of the connection file (the kernel creates its unix sockets there) and cwd, nothing else.
+    # Read-write: the folder of the connection file (the kernel creates its unix sockets there) and cwd, through its cover
+    # (folder_cover()), nothing else.
     binds += [('--bind', str(connection_file.parent)), ('--bind', str(cwd))]
 
     argv = namespaces(nest) + [a for cap in caps for a in ('--cap-add', cap)]
@@ -98,7 +108,7 @@ def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(),
         if os.path.islink(top):
             argv += ['--symlink', os.readlink(top), top]
     for flag, path in binds:
-        argv += [flag, path, path]
+        argv += folder_cover(cwd) if path == str(cwd) and cover_cwd else [flag, path, path]
     # policy.WRITABLE folders, and the files to copy into /tmp.
     argv += [a for folder in policy.WRITABLE for a in ('--perms', '1777', '--dir', folder)]
     for path, fd in (files or {}).items():
@@ -119,13 +129,18 @@ def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(),
 
 
 def check_folders(cwd, conn_dir):
-    """Refuse to expose the course (cwd, bound read-write, must not hold it) or a folder kernel_config() did not make."""
+    """Refuse to expose the course (cwd, seen by the kernel, must not hold it) or a folder kernel_config() did not make,
+    or to cover a folder of more entries than policy.FOLDER_ENTRIES."""
     if cwd == Path('/tmp') or ROOT.is_relative_to(cwd) or any((cwd / n).exists() for n in ('nbgrader_config.py', 'gradebook.db')):
         sys.exit(f'sandbox: refusing to start: the notebook folder (cwd) {cwd} holds a course root')
     if not (conn_dir.name == 'runtime' and (conn_dir.parent / MARK).is_file()):
         sys.exit(f'sandbox: refusing to start: the connection file folder {conn_dir} is not one that '
                  'course.sandbox.kernel_config() made (private, and emptied at each start): '
                  'set KernelManager.connection_file as it does')
+    try:
+        policy.folder_entries(cwd)
+    except ValueError as e:
+        sys.exit(f'sandbox: refusing to start: {e} ({cwd})')
 
 
 def prepare(connection_file):
@@ -158,9 +173,10 @@ def mpl_cache():
 
 
 def launch(connection_file, *extra):
-    """Kernel launcher (the kernelspec's argv), with cwd the notebook's folder: run bwrap around ipykernel, wait until it
-    and everything it started are gone, then sanitize cwd, and only then exit, so that nbgrader, which waits for this
-    process, writes the graded notebook into a folder without the kernel's links."""
+    """Kernel launcher (the kernelspec's argv), with cwd the notebook's folder: run bwrap around ipykernel, in a cgroup of
+    its own (course.cgroups), wait until it and everything it started are gone, remove the cgroup, then sanitize cwd,
+    and only then exit, so that nbgrader, which waits for this process, writes the graded notebook into a folder without
+    the kernel's links."""
     cwd, conn, uid = prepare(connection_file)
     kernel = policy.kernel_argv(conn, extra)
     files = mpl_cache()
@@ -168,12 +184,15 @@ def launch(connection_file, *extra):
     # Become the reaper of whatever bwrap leaves: when jupyter_client's SIGTERM (to this process group) kills bwrap, the
     # sandbox's pid 1 (killed by --die-with-parent, taking the namespace down) is reparented here and waited for.
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    bwrap = subprocess.Popen(argv, pass_fds=list(files.values()))
+    cgroup = cgroups.Cgroup.make(os.getpid())  # policy.TOTALS, where this grader may make a cgroup (else None)
+    bwrap = subprocess.Popen(argv, pass_fds=list(files.values()), preexec_fn=cgroup.join if cgroup else None)
     signal.signal(signal.SIGTERM, lambda *_: bwrap.terminate())  # SIGTERM to this process alone: pass it on
     status = bwrap.wait()
     with contextlib.suppress(ChildProcessError):
         while True:
             os.wait()
+    if cgroup:
+        cgroup.remove()
     sanitize(cwd)
     sys.exit(policy.exit_status(status))
 

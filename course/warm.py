@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from course import policy, sandbox
+from course import cgroups, policy, sandbox
 
 NAME = 'course-warm'  # the kernelspec name
 SOCKET_ENV = 'COURSE_WARM_SOCKET'  # the kernelspec sets it for the launcher: the server's socket
@@ -47,7 +47,8 @@ def available():
 def launch(connection_file, *extra):
     """Kernel launcher (the kernelspec's argv), with cwd the notebook's folder: prepare the folders as course.sandbox
     does, ask the server for a kernel (passing on jupyter_client's extra arguments), wait until it is gone (asking the
-    server to stop it on SIGTERM), sanitize cwd, then exit with the kernel's status."""
+    server to stop it on SIGTERM), remove its cgroup (course.cgroups; the launcher makes it, the kernel joins it), sanitize
+    cwd, then exit with the kernel's status."""
     cwd, conn, uid = sandbox.prepare(connection_file)
     server = os.environ.get(SOCKET_ENV, '')
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -58,7 +59,11 @@ def launch(connection_file, *extra):
                  'or grade with --cold')
     req = {'cwd': str(cwd), 'conn': str(conn), 'uid': uid, 'extra': list(extra),
            'env': {k: os.environ[k] for k in policy.KEEP_ENV if k in os.environ}}
-    socket.send_fds(sock, [json.dumps(req).encode()], [sys.stdout.fileno(), sys.stderr.fileno()])
+    cgroup = cgroups.Cgroup.make(os.getpid())  # policy.TOTALS, where this grader may make a cgroup (else None)
+    procs = cgroup.open_procs() if cgroup else []  # the kernel's K0 joins by writing to them
+    socket.send_fds(sock, [json.dumps(req).encode()], [sys.stdout.fileno(), sys.stderr.fileno(), *procs])
+    for fd in procs:
+        os.close(fd)
 
     def stop(*_):
         with contextlib.suppress(OSError):
@@ -71,6 +76,8 @@ def launch(connection_file, *extra):
         if not chunk:
             break
         reply += chunk
+    if cgroup:
+        cgroup.remove()
     sandbox.sanitize(cwd)
     sys.exit(policy.exit_status(int(reply) if reply.strip() else 1))
 
@@ -91,7 +98,7 @@ def server(root):
     code = {f'{CODE}/course/{name}': os.open(here / name, os.O_RDONLY) for name in SERVER_FILES}
     serve = f'import sys; sys.path.insert(0, {CODE!r}); from course.warm_server import serve; serve(sys.argv[1])'
     argv = sandbox.bwrap_argv(autograded, sock, [sys.executable, '-P', '-c', serve, json.dumps(cfg)],
-                              files={**files, **code}, caps=CAPS, limits=False, nest=True)
+                              files={**files, **code}, caps=CAPS, limits=False, nest=True, cover_cwd=False)
     # A session of its own: Ctrl-C stops the grading, which then stops the server (and bwrap --die-with-parent, if it dies).
     proc = subprocess.Popen(argv, pass_fds=[*files.values(), *code.values()], stdout=subprocess.PIPE, start_new_session=True)
     for fd in [*files.values(), *code.values()]:

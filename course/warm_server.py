@@ -7,7 +7,7 @@ The server runs no student code: it only forks. Per kernel (K0 -> K1 -> K2):
     namespace;
   - K1, pid 1 of the new pid namespace, mounts /proc, puts policy.COVERS over /tmp and /dev/shm and read-only covers
     over the folders the server shares (every student's autograded/ folder, every kernel's sockets), and shows through
-    them only its own notebook folder and sockets (and input.txt and Python, read-only);
+    them only its own sockets and notebook folder (under policy.FOLDER), and input.txt and Python, read-only;
   - K2 applies policy.LIMITS, setsid, its own uid (policy.UID_BASE + the launcher's pid), no_new_privs, policy.kernel_env
     and a fresh numpy seed, then runs ipykernel with policy.kernel_argv.
 Run by a user rather than root (cfg['userns']), the server cannot give a kernel a uid of its own: K0 also unshares a user
@@ -107,13 +107,13 @@ def start_kernel(cfg, listener, sel):
     fds = []
     try:
         conn.settimeout(10)  # a launcher sends its request at once: one that does not must not hold up the others
-        msg, fds, _, _ = socket.recv_fds(conn, 1 << 16, 2)
+        msg, fds, _, _ = socket.recv_fds(conn, 1 << 16, 4)  # stdout, stderr, and the kernel's cgroup.procs files (0 to 2)
         conn.settimeout(None)
         req = json.loads(msg)
         covers = [Path(c) for c in cfg['cover']]
         uid = req.get('uid')
         uid_ok = uid is None if cfg.get('userns') else isinstance(uid, int) and uid >= policy.UID_BASE
-        if not (len(fds) == 2 and uid_ok
+        if not (2 <= len(fds) <= 4 and uid_ok
                 and Path(req['cwd']).parent.parent in covers[:1] and Path(req['conn']).is_relative_to(covers[1])
                 and all(isinstance(a, str) for a in req.get('extra', []))):
             raise ValueError(f'refused: {msg[:300]!r}')  # only launchers write here; a kernel runs as its own user
@@ -136,7 +136,7 @@ def start_kernel(cfg, listener, sel):
             k0(cfg, req, fds)
         except BaseException as e:  # the kernel could not be set up: say why, in the student's log
             with contextlib.suppress(OSError):
-                os.write(fds[1], f'warm: kernel setup failed: {e!r}\n'.encode())
+                os.write(fds[1], f'warm: kernel setup failed: {e!r}\n{traceback.format_exc()}'.encode())
         finally:
             os._exit(code)
     for fd in fds:
@@ -153,8 +153,12 @@ def start_kernel(cfg, listener, sel):
 
 
 def k0(cfg, req, fds):
-    """Forked by the server (SIGTERM blocked): new namespaces for what it forks next, K1, which it waits for; SIGTERM
-    kills K1, and with it the namespace."""
+    """Forked by the server (SIGTERM blocked): join the kernel's cgroups, if the launcher sent them, then new namespaces
+    for what it forks next, K1, which it waits for; SIGTERM kills K1, and with it the namespace."""
+    fds, procs = fds[:2], fds[2:]
+    for fd in procs:  # the kernel's cgroups (course.cgroups), which the launcher opened: join them, before anything starts
+        os.write(fd, b'0')
+        os.close(fd)
     flags = CLONE['mnt']  # a mount namespace of its own, besides the policy's
     for ns in policy.NAMESPACES:
         flags |= CLONE[ns]
@@ -200,7 +204,8 @@ def k1(cfg, req, fds):
 
 def confine(cfg, req):
     """Cover /tmp, /dev/shm and the server's shared folders with new file systems, then show through them only the
-    kernel's own folders (read-write) and the data (read-only); the covers over shared folders are read-only."""
+    kernel's own folders (its sockets', read-write; its notebook's, through policy.FOLDER) and the data (read-only); the
+    covers over shared folders are read-only."""
     keep = {req['cwd']: False, str(Path(req['conn']).parent): False}
     # Read-only, what the sandbox shows below /tmp or a shared folder (a venv or a course under /tmp, say): the data, and
     # Python (the kernel imports more of it as it runs).
@@ -220,20 +225,44 @@ def confine(cfg, req):
         os.makedirs(path, exist_ok=True)
         mount('tmpfs', path, 'tmpfs', MS_NOSUID | MS_NODEV, 'size=1m,mode=0755')
     for path, readonly in keep.items():
-        if os.path.isdir(f'/proc/self/fd/{held[path]}'):
-            os.makedirs(path, exist_ok=True)
-        elif not os.path.lexists(path):  # a file under a cover: a mount point for it (outside, it is there, read-only)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_WRONLY, 0o644))
-        mount(f'/proc/self/fd/{held[path]}', path, None, MS_BIND)
-        if readonly:
-            mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        if path == req['cwd']:
+            cover_folder(path, held[path])
+        else:
+            bind(held[path], path, readonly)
         os.close(held[path])
     for path in covers + hooks:
         mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     for folder in policy.WRITABLE:
         os.makedirs(folder, exist_ok=True)
         os.chmod(folder, 0o1777)
+
+
+def bind(fd, path, readonly):
+    """Bind what fd (O_PATH) opens at path, making a mount point for it if there is none, read-only if asked."""
+    if os.path.isdir(f'/proc/self/fd/{fd}'):
+        os.makedirs(path, exist_ok=True)
+    elif not os.path.lexists(path):  # a file under a cover: a mount point for it (outside, it is there, read-only)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_WRONLY, 0o644))
+    mount(f'/proc/self/fd/{fd}', path, None, MS_BIND)
+    if readonly:
+        mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def cover_folder(path, fd):
+    """Cover the notebook's folder (fd, O_PATH) with policy.FOLDER at path: a capped tmpfs, the folder's entries
+    read-only through it, and its policy.RECORDS read-write (as course.sandbox.folder_cover() does with bwrap)."""
+    folder = f'/proc/self/fd/{fd}'
+    entries = [(name, True) for name in policy.folder_entries(folder)]
+    entries += [(name, False) for name in policy.record_entries(folder)]
+    os.makedirs(path, exist_ok=True)
+    mount('tmpfs', path, 'tmpfs', MS_NOSUID | MS_NODEV, f'size={policy.FOLDER.size},mode={policy.FOLDER.mode:o}')
+    for name, readonly in entries:
+        entry = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        try:
+            bind(entry, os.path.join(path, name), readonly)
+        finally:
+            os.close(entry)
 
 
 def k2(cfg, req, fds):

@@ -136,6 +136,15 @@ DAMAGED = [
     Case('damaged_renamed_other_kernel', edit(renamed_other_kernel), 'graded (2 repairs)', 'full', every_step=False),
 ]
 
+FILL_THE_FOLDER = '''
+try:
+    for i in range(200):
+        with open(f'fill-{i}.bin', 'wb') as f:
+            f.write(bytes(16 << 20))
+except OSError as e:
+    print('stopped after', i * 16, 'MiB:', e.strerror)
+'''
+
 BROKEN = [
     Case('broken_malformed_json', raw(b'{"cells": [{"cell_type": "code", "sour'), 'unreadable (', 0),
     Case('broken_empty_file', raw(b''), 'unreadable (empty file)', 0),
@@ -154,6 +163,9 @@ BROKEN = [
     # the fork bomb stops at the sandbox's process cap and its cell times out; whether the interrupt gets through, and so
     # how many later cells still find a free process slot, depends on timing: its points are not fixed
     Case('broken_fork_bomb', with_code('import os\nwhile True:\n    os.fork()', top=True), 'timeout', None, True, False),
+    # writes into its folder until it cannot (at most 3.2 GB, were there no cap): its folder's cover stops it at
+    # policy.FOLDER's size, the notebook goes on, and none of it is left in autograded/ (tests/submissions.py)
+    Case('hostile_fills_its_folder', with_code(FILL_THE_FOLDER), 'graded', 'full', True, False),
     Case('broken_child_left_running',
          with_code(f"import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 1000 # {MARK}'], start_new_session=True)"),
          'graded', 'full', every_step=False),

@@ -49,6 +49,19 @@ def test_nothing_outside_the_students_folders_changed(graded):
     assert 'pwned' not in tables, 'student code created a table in the gradebook'
 
 
+def test_nothing_a_students_code_wrote_is_left_in_autograded(graded):
+    """Every file in autograded/<student>/<step>/ is one nbgrader put there: from the submission or the step's source
+    (hostile_fills_its_folder wrote as much as it could, and the kernels of the rest wrote their probe records)."""
+    strays = []
+    for step in steps():
+        shipped = {p.relative_to(ROOT / 'source' / step) for p in (ROOT / 'source' / step).rglob('*')}
+        for folder in sorted((graded.course / 'autograded').glob(f'*/{step}')):
+            submitted = graded.course / 'submitted' / folder.parent.name / step
+            given = shipped | {p.relative_to(submitted) for p in submitted.rglob('*')}
+            strays += [str(p) for p in folder.rglob('*') if p.relative_to(folder) not in given]
+    assert graded.rows and not strays, f'written by student code, left in autograded/: {strays[:20]}'
+
+
 def snapshot_equal(graded):
     from classroom import snapshot
 

@@ -410,7 +410,8 @@ def write_hostile(root):
     """submitted/hostile/<AID>/: the perfect submission carrying active content of every class of issue 10: rich outputs
     of a code cell it adds (text/html with <script> and event handlers, application/javascript, text/markdown, SVG), a
     markdown cell it adds and its written answer (raw HTML, an iframe's srcdoc, a javascript: link), a file its code
-    writes while graded (pwn.html), and a file submitted with the notebook (extra.html)."""
+    writes while graded (pwn.html: into its folder's cover, gone with the kernel), and a file submitted with the notebook
+    (extra.html)."""
     import nbformat
 
     nb = solved(AID, NAME)
@@ -535,8 +536,10 @@ def test_hostile_submission_is_graded_with_a_note_and_the_report_lists_what_was_
     report = (root / 'repairs' / HOSTILE / f'{AID}.txt').read_text()
     assert status.startswith('graded') and 'active content removed' in status, status
     for what in ('<script>', 'onerror on <img>', 'application/javascript', 'image/svg+xml', '<iframe>', 'href on <a>',
-                 '<details>', 'pwn.html'):
+                 '<details>'):
         assert what in report, f'{what} missing from the repair report:\n{report}'
+    written = root / 'autograded' / HOSTILE / AID / 'pwn.html'
+    assert not written.exists(), f'{written}: what the kernel wrote in its folder outlived it (policy.FOLDER)'
 
 
 def test_the_grader_sees_what_the_hostile_student_wrote_as_text(hostile):

@@ -8,8 +8,16 @@ from course import policy, sandbox
 
 def test_bwrap_argv_applies_every_item_of_the_policy(tmp_path):
     cwd, conn = tmp_path / 'autograded' / 'alice' / 'hw', tmp_path / 'sandbox' / 'runtime' / 'kernel.json'
+    cwd.mkdir(parents=True)
+    for name in ('work.ipynb', policy.PROBE_RECORD):
+        (cwd / name).touch()
+    (cwd / 'link').symlink_to('/etc')
     argv = sandbox.bwrap_argv(cwd, conn, policy.kernel_argv(conn, ['--extra']))
     joined = ' '.join(argv)
+    i = argv.index(str(cwd), argv.index('--tmpfs') + 1)  # the notebook's folder: policy.FOLDER, then its entries
+    assert argv[i - 5:i] == ['--perms', f'{policy.FOLDER.mode:o}', '--size', str(policy.FOLDER.size), '--tmpfs'], argv[i - 5:i]
+    work, record = str(cwd / 'work.ipynb'), str(cwd / policy.PROBE_RECORD)
+    assert argv[i + 1:i + 7] == ['--ro-bind', work, work, '--bind', record, record], argv[i + 1:i + 7]  # not the link
     for ns in policy.NAMESPACES:
         assert f'--unshare-{ns}' in joined, ns
     assert argv[argv.index('--hostname') + 1] == policy.HOSTNAME

@@ -4,6 +4,7 @@ forked by a kernel server (course.warm, what course.grade uses). One fake course
 (each test gets a student folder of its own, as each submission does); every test also checks that nothing it started is
 left running."""
 
+import ast
 import contextlib
 import itertools
 import os
@@ -26,7 +27,7 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute
 
 from conftest import NO_SANDBOX, can_sandbox, running
-from course import policy, runner, sandbox, warm
+from course import cgroups, policy, runner, sandbox, warm
 from course.layout import ROOT, notebooks, steps
 
 SECRET = 'SOLUTION-ONLY-IN-SOURCE'
@@ -143,13 +144,13 @@ def test_kernel_gets_the_whole_policy_and_its_extra_arguments(course):
         out = run("import json, os, resource, socket, sys\n"
                   f"names, covers = {list(policy.LIMITS)}, {[c.path for c in policy.COVERS]}\n"
                   "limits = {n: resource.getrlimit(getattr(resource, 'RLIMIT_' + n.upper()))[0] for n in names}\n"
-                  "sizes = {p: os.statvfs(p).f_blocks * os.statvfs(p).f_frsize for p in covers}\n"
+                  "sizes = {p: os.statvfs(p).f_blocks * os.statvfs(p).f_frsize for p in covers + ['.']}\n"
                   "print(json.dumps({'limits': limits, 'sizes': sizes, 'host': socket.gethostname(), 'argv': sys.argv}))")
     import json
 
     seen = json.loads(out)
     assert seen['limits'] == policy.LIMITS, seen['limits']
-    assert seen['sizes'] == {c.path: c.size for c in policy.COVERS}, seen['sizes']
+    assert seen['sizes'] == {c.path: c.size for c in (*policy.COVERS, policy.FOLDER)}, seen['sizes']
     assert seen['host'] == policy.HOSTNAME
     assert set(policy.KERNEL_ARGS) <= set(seen['argv']) and extra in seen['argv'], seen['argv']
 
@@ -160,7 +161,7 @@ def test_writes_only_its_own_folder(course):
                f'{course.root}/pwned.txt', str(real), '/usr/pwned.txt', '/pwned.txt']
     try:
         with kernel(course) as run:
-            out = run("open('answer.txt', 'w').write('42')\n"
+            out = run("open('answer.txt', 'w').write('42')\nprint(open('answer.txt').read())\n"
                       f"for path in {targets}:\n"
                       "    try:\n"
                       "        open(path, 'w').write('pwned')\n"
@@ -170,11 +171,87 @@ def test_writes_only_its_own_folder(course):
         assert not real.exists()
     finally:
         real.unlink(missing_ok=True)
-    assert (course.cwd / 'answer.txt').read_text() == '42'
+    assert out.startswith('42\n') and not (course.cwd / 'answer.txt').exists(), out  # its own, while it runs
     assert 'wrote' not in out and out.count('refused') == len(targets), out
     assert not (course.root / 'pwned.txt').exists()
     assert (course.root / 'autograded/other/hw/work.ipynb').read_text() == SECRET
     assert (course.root / 'source/hw/secret.txt').read_text() == SECRET
+
+
+def test_what_it_writes_in_its_folder_is_capped_and_gone_with_it_but_the_record(course):
+    """policy.FOLDER: the kernel writes into its folder until the cover is full (ENOSPC at its size, not later); it
+    cannot change what the folder held, only fill policy.RECORDS; once it is gone, the folder holds what it held before,
+    and the record as the kernel wrote it."""
+    (course.cwd / 'given.txt').write_text('as submitted')
+    (course.cwd / policy.PROBE_RECORD).touch()
+    before = sorted(p.name for p in course.cwd.iterdir())
+    with kernel(course) as run:
+        out = run("import errno, os\n"
+                  "written = 0\n"
+                  "try:\n"
+                  f"    while written < {2 * policy.FOLDER.size}:\n"  # twice the cap at most, not to fill the disk
+                  "        with open(f'fill-{written}.bin', 'wb') as f:\n"
+                  "            f.write(bytes(16 << 20))\n"
+                  "        written += 16 << 20\n"
+                  "    print('no cap', written)\n"
+                  "except OSError as e:\n"
+                  "    print('stopped', written, errno.errorcode[e.errno])\n"
+                  "for change in (lambda: open('given.txt', 'w').write('changed'), lambda: os.remove('given.txt')):\n"
+                  "    try:\n"
+                  "        change()\n"
+                  "        print('changed given.txt')\n"
+                  "    except OSError as e:\n"
+                  "        print('given.txt refused', errno.errorcode[e.errno])\n"
+                  f"open({policy.PROBE_RECORD!r}, 'wb').write(b'numbers')")
+    word, written, why = out.split('\n')[0].split()
+    assert (word, why) == ('stopped', 'ENOSPC') and int(written) <= policy.FOLDER.size, out
+    assert out.count('given.txt refused') == 2 and 'changed' not in out, out
+    assert sorted(p.name for p in course.cwd.iterdir()) == before
+    assert (course.cwd / 'given.txt').read_text() == 'as submitted'
+    assert (course.cwd / policy.PROBE_RECORD).read_bytes() == b'numbers'
+
+
+def test_memory_and_processes_are_capped_in_total_per_kernel(course):
+    """policy.TOTALS, through a cgroup of the kernel's own (course.cgroups), beneath the grader's and gone with the
+    kernel: three processes that each stay under the per-process LIMITS but together touch more than TOTALS['memory']
+    do not all live; forks stop at TOTALS['pids'], below LIMITS['nproc'] (which alone would let them go on)."""
+    trial = cgroups.Cgroup.make('trial-of-the-test')
+    if not trial:
+        pytest.skip('this grader may not make a cgroup (not root, no delegated cgroup): docs/security.md')
+    trial.remove()
+    share = policy.TOTALS['memory'] * 3 // 8  # 3/8 of the total each: three of them pass it, two would not
+    assert share < policy.LIMITS['data']
+    with kernel(course, timeout=120) as run:
+        key = run.client.km.provisioner.pid  # the launcher's: it names the kernel's cgroups
+        made = lambda: [p for parent, _ in cgroups.places() if (p := parent / f'{cgroups.PREFIX}{key}').is_dir()]  # noqa: E731
+        assert len(made()) == len(cgroups.places()), made()  # the kernel's, while it runs
+        memory = run("import os, numpy as np\n"
+                     "children = []\n"
+                     "for _ in range(3):\n"
+                     "    pid = os.fork()\n"
+                     "    if pid == 0:\n"
+                     f"        a = np.ones({share}, np.uint8)\n"  # touched: resident
+                     "        import time; time.sleep(3)\n"
+                     "        os._exit(0)\n"
+                     "    children.append(pid)\n"
+                     "print([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children])")
+        forks = run("import os, time\n"
+                    "children = []\n"
+                    "try:\n"
+                    f"    while len(children) < {policy.LIMITS['nproc']}:\n"
+                    "        pid = os.fork()\n"
+                    "        if pid == 0:\n"
+                    "            time.sleep(1000)\n"
+                    "            os._exit(0)\n"
+                    "        children.append(pid)\n"
+                    "except OSError as e:\n"
+                    "    print('stopped after', len(children), type(e).__name__)")
+    statuses = ast.literal_eval(memory)  # the exit codes the kernel printed
+    assert -9 in statuses, f'every process lived: {memory}'  # the cgroup's OOM killer took one
+    assert forks.startswith('stopped after') and int(forks.split()[2]) < policy.TOTALS['pids'], forks
+    # gone with the kernel, or, if jupyter_client had to SIGKILL its launcher (190 processes take a while to end), by the
+    # next sweep (each kernel's start, each batch's end): nothing is left
+    assert soon(lambda: cgroups.sweep() or not made()), f'cgroups left behind: {made()}'
 
 
 def test_cannot_read_source_gradebook_or_other_students(course):
@@ -296,16 +373,19 @@ def test_loop_that_ignores_sigint_is_killed(course):
 
 def test_nbgrader_autograde_runs_the_course_notebook_in_the_sandbox(course):
     """nbgrader autograde with the sandbox's kernel Config in a copy of the course: the solution gets every autograded point,
-    and a cell appended to it shows it ran in the sandbox, and that the traps it left for nbgrader, which writes and chmods
-    files in its folder after the kernel, did not work: its notebook made a fifo (writing it would block), and a link to
-    gradebook.db (chmod 444 would follow it)."""
+    and a cell appended to it shows it ran in the sandbox, and that the traps it tried to leave for nbgrader, which writes
+    and chmods files in its folder after the kernel, did not work: its notebook replaced by a fifo (writing it would
+    block), and a link to gradebook.db (chmod 444 would follow it)."""
     if not (course.root / 'input.txt').exists():
         pytest.skip('no input.txt: run make data')
     shutil.copytree(ROOT / 'source', course.root / 'source', dirs_exist_ok=True)
     shutil.copy(ROOT / 'nbgrader_config.py', course.root)
     (course.root / 'gradebook.db').unlink()
-    probe = ("import glob, os, socket\nnb = glob.glob('*.ipynb')[0]\nos.remove(nb)\nos.mkfifo(nb)\n"
-             "os.symlink('../../../gradebook.db', 'link')\nprint(socket.gethostname(), os.path.exists('../../../gradebook.db'))")
+    probe = ("import contextlib, glob, os, socket\nnb = glob.glob('*.ipynb')[0]\n"
+             "for trap in (lambda: os.remove(nb), lambda: os.mkfifo(nb), lambda: os.symlink('../../../gradebook.db', 'link')):\n"
+             "    with contextlib.suppress(OSError):\n"
+             "        trap()\n"
+             "print(socket.gethostname(), os.path.exists('../../../gradebook.db'), os.path.isfile(nb))")
     step = steps()[0]  # the sandbox's work with nbgrader does not depend on the step
     for name in notebooks(step):
         nb = nbformat.read(ROOT / 'notebooks' / name, as_version=4)
@@ -325,7 +405,7 @@ def test_nbgrader_autograde_runs_the_course_notebook_in_the_sandbox(course):
         assert sub.code_score == sub.max_code_score > 0, log
     for name in notebooks(step):
         nb = nbformat.read(course.root / 'autograded/alice' / step / name, as_version=4)
-        assert text(nb.cells[-1]) == f'{policy.HOSTNAME} False\n', log
+        assert text(nb.cells[-1]) == f'{policy.HOSTNAME} False True\n', log  # its notebook is read-only to it
         assert nb.metadata.kernelspec.name not in (sandbox.NAME, warm.NAME)  # feedback opens with the students' kernel
     assert not (course.root / 'autograded/alice' / step / 'link').exists()
 
@@ -378,13 +458,14 @@ def test_kernel_runs_as_a_user_of_its_own_without_capabilities_or_the_servers_so
     assert os.geteuid() != 0 or int(uid) >= policy.UID_BASE, out  # as root, a user of its own
 
 
-def test_links_and_fifos_the_kernel_leaves_are_removed_before_nbgrader_writes(course):
-    """The launcher exits (and nbgrader goes on) only once the sandbox is gone and cwd holds only files and folders."""
+def test_links_and_fifos_the_kernel_makes_never_reach_nbgrader(course):
+    """The launcher exits (and nbgrader goes on) only once the sandbox is gone, and with it the folder's cover and all
+    the kernel made there; cwd holds only files and folders (course.sandbox.sanitize(), a second guard)."""
     (course.root / 'victim.txt').write_text(SECRET)
     with kernel(course) as run:
         run("import os\nos.symlink('../../../victim.txt', 'graded.ipynb')\nos.mkfifo('fifo')\nos.makedirs('sub')\n"
             "os.symlink('/', 'sub/root')")
-    assert sorted(p.name for p in course.cwd.rglob('*')) == ['sub']
+    assert sorted(p.name for p in course.cwd.rglob('*')) == []  # gone with the folder's cover
     assert (course.root / 'victim.txt').read_text() == SECRET
 
 
@@ -413,6 +494,7 @@ def test_warm_kernels_run_for_a_course_outside_tmp(tmp_path, monkeypatch):
             course = SimpleNamespace(root=root, config=config, student='alice')
             with kernel(course) as run:
                 out = run("import os\nprint(open('../../../input.txt').read())\nopen('answer.txt', 'w').write('42')\n"
+                          "print(open('answer.txt').read())\n"
                           "for path in ('../../../input.txt', '../../../pwned.txt'):\n"
                           "    try:\n"
                           "        open(path, 'a').write('pwned')\n"
@@ -420,8 +502,8 @@ def test_warm_kernels_run_for_a_course_outside_tmp(tmp_path, monkeypatch):
                           "    except OSError as e:\n"
                           "        print('refused', e.strerror)")
         lines = out.splitlines()
-        assert lines[0] == 'to be, or not to be' and [x.split()[0] for x in lines[1:]] == ['refused', 'refused'], out
-        assert (root / 'autograded/alice/hw/answer.txt').read_text() == '42'
+        assert lines[:2] == ['to be, or not to be', '42'] and [x.split()[0] for x in lines[2:]] == ['refused', 'refused'], out
+        assert not (root / 'autograded/alice/hw/answer.txt').exists()  # written in its folder's cover, gone with it
         assert (root / 'input.txt').read_text() == 'to be, or not to be' and not (root / 'pwned.txt').exists()
     finally:
         shutil.rmtree(root)

@@ -111,6 +111,21 @@ def text(cell):
     return ''.join(parts)
 
 
+def fork_until_refused(most):
+    """Code for a kernel: fork sleeping children until a fork fails (or most of them), and print how many it made."""
+    return ("import os, time\n"
+            "children = []\n"
+            "try:\n"
+            f"    while len(children) < {most}:\n"
+            "        pid = os.fork()\n"
+            "        if pid == 0:\n"
+            "            time.sleep(1000)\n"
+            "            os._exit(0)\n"
+            "        children.append(pid)\n"
+            "except OSError as e:\n"
+            "    print('stopped after', len(children), type(e).__name__)")
+
+
 @contextmanager
 def kernel(course, timeout=20, student=None, extra=()):
     """A sandboxed kernel started by nbgrader's Execute preprocessor as autograde configures it; yields run(source),
@@ -235,17 +250,7 @@ def test_memory_and_processes_are_capped_in_total_per_kernel(course):
                      "        os._exit(0)\n"
                      "    children.append(pid)\n"
                      "print([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children])")
-        forks = run("import os, time\n"
-                    "children = []\n"
-                    "try:\n"
-                    f"    while len(children) < {policy.LIMITS['nproc']}:\n"
-                    "        pid = os.fork()\n"
-                    "        if pid == 0:\n"
-                    "            time.sleep(1000)\n"
-                    "            os._exit(0)\n"
-                    "        children.append(pid)\n"
-                    "except OSError as e:\n"
-                    "    print('stopped after', len(children), type(e).__name__)")
+        forks = run(fork_until_refused(policy.LIMITS['nproc']))
     statuses = ast.literal_eval(memory)  # the exit codes the kernel printed
     assert -9 in statuses, f'every process lived: {memory}'  # the cgroup's OOM killer took one
     assert forks.startswith('stopped after') and int(forks.split()[2]) < policy.TOTALS['pids'], forks
@@ -307,17 +312,7 @@ def test_memory_bomb_gets_memory_error_and_the_kernel_goes_on(course):
 
 def test_fork_bomb_is_capped_does_not_hinder_another_sandbox_and_dies_with_the_kernel(course):
     with kernel(course, timeout=90) as run:  # 256 forks of a kernel with torch loaded: slow on a loaded machine
-        out = run("import os, time\n"  # stops at the limit + 50 if there is none, not to harm the machine
-                  "children = []\n"
-                  "try:\n"
-                  f"    while len(children) < {policy.LIMITS['nproc'] + 50}:\n"
-                  "        pid = os.fork()\n"
-                  "        if pid == 0:\n"
-                  "            time.sleep(1000)\n"
-                  "            os._exit(0)\n"
-                  "        children.append(pid)\n"
-                  "except OSError as e:\n"
-                  "    print('stopped after', len(children), type(e).__name__)")
+        out = run(fork_until_refused(policy.LIMITS['nproc'] + 50))  # the limit + 50 if there is none, not to harm the machine
         assert len(course.left()) > 100  # the forks are there, until the kernel is shut down
         with kernel(course, student='bob') as other:  # graded at the same time: the cap is per sandbox
             assert other("import torch\nprint(torch.ones(2, 2).sum().item())") == '4.0\n'

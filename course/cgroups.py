@@ -66,11 +66,12 @@ def places():
     return []
 
 
-def sweep():
+def sweep(found=None):
     """Remove the kernels' cgroups whose launcher is gone: it was killed before it could (jupyter_client SIGKILLs a
     launcher whose kernel takes more than seconds to end, after a fork bomb, say). Each is empty by then: the kernel's
-    processes died with its namespace. Every make() sweeps, and so does course.grading once a batch is graded."""
-    for parent, _ in places():
+    processes died with its namespace. Every make() sweeps, and so does course.grading once a batch is graded. found:
+    places(), if the caller has it already."""
+    for parent, _ in places() if found is None else found:
         for stale in parent.glob(f'{PREFIX}*'):
             key = stale.name[len(PREFIX):]
             if key.isdigit() and not psutil.pid_exists(int(key)):
@@ -88,10 +89,10 @@ class Cgroup:
     def make(cls, key):
         """Make the kernel's cgroups with policy.TOTALS set, or return None if this grader may not (nothing is left)."""
         made = []
-
         try:
-            sweep()
-            for parent, values in places():
+            found = places()  # /proc read once per kernel, for the sweep and the new cgroups
+            sweep(found)
+            for parent, values in found:
                 folder = parent / f'{PREFIX}{key}'
                 with contextlib.suppress(OSError):
                     folder.rmdir()

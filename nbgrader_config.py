@@ -8,14 +8,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the course package (
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties,
-    CheckCellMetadata,
     ClearHiddenTests,
     ClearMarkScheme,
     ClearOutput,
+    DeduplicateIds,
     GetGrades,
     IgnorePattern,
     IncludeHeaderFooter,
     LockCells,
+    OverwriteCells,
+    OverwriteKernelspec,
     SaveAutoGrades,
 )
 
@@ -28,7 +30,14 @@ from course.active_content import (  # noqa: E402
     protect_formgrader,
 )
 from course.cells import CODE_STUB, TEXT_STUB  # noqa: E402
-from course.preprocessors import AddProbe, CapOutput, JudgeProbe, RecordedExecute, TestMessagesOnly  # noqa: E402
+from course.preprocessors import (  # noqa: E402
+    AddProbe,
+    CapOutput,
+    CheckCellMetadataOnce,
+    JudgeProbe,
+    RecordedExecute,
+    TestMessagesOnly,
+)
 
 # nbgrader's formgrader loads this file inside the Jupyter server started from the course: there, this adds
 # content-security headers to the formgrader's pages and served files (docs/security.md). Anywhere else it does nothing.
@@ -71,9 +80,13 @@ c.IgnorePattern.pattern = r'\w*Warning: |Matplotlib is building the font cache'
 # RecordedExecute: nbgrader's Execute (configured as c.Execute), which also records the exception that stopped a notebook.
 # SnapshotFiles/RemoveNewFiles: files the student's code wrote while graded are deleted (the formgrader serves that
 # folder); SanitizeActiveContent: no script or other active content in the outputs and markdown a grader opens.
+# CheckCellMetadataOnce: nbgrader's CheckCellMetadata, which checks a cell met in an earlier submission only once per
+# grading worker; in both of autograde's passes (the first is nbgrader's default sanitizing pass otherwise).
+c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
+                                      CheckCellMetadataOnce]
 c.Autograde.autograde_preprocessors = [AddProbe, SnapshotFiles, RecordedExecute, JudgeProbe, RemoveNewFiles, IgnorePattern,
                                        ClearMetadataPreprocessor, CapOutput, SanitizeActiveContent, SaveAutoGrades,
-                                       AssignLatePenalties, CheckCellMetadata]
+                                       AssignLatePenalties, CheckCellMetadataOnce]
 
 # `nbgrader export` writes grades.csv (a row per student and step), grades-cells.csv and grades-total.csv: course.export.
 c.ExportApp.plugin_class = 'course.export.CellCsvExport'

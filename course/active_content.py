@@ -16,6 +16,7 @@ And, for the formgrader started from the course (nbgrader loads nbgrader_config.
 
 import base64
 import contextlib
+import functools
 import hashlib
 import mimetypes
 import os
@@ -147,15 +148,22 @@ def fenced(text):
     return f'{fence}text\n{text}\n{fence}\n'
 
 
+@functools.lru_cache(maxsize=4096)
+def removed_when_rendered(source):
+    """removed_from_html() of nbconvert's rendering of the markdown source, as a tuple. Remembered for the life of the
+    process: a grading worker meets the same cells (the course's text) in every submission, and renders each once."""
+    return tuple(removed_from_html(markdown2html_mistune(source)))
+
+
 def safe_markdown(source, sanitize):
     """(markdown that renders safely, what was removed): source unchanged if nbconvert's rendering of it holds nothing
     the sanitizer removes; else source passed through sanitize (bleach), if that renders clean; else source shown verbatim
     as a code block."""
-    removed = removed_from_html(markdown2html_mistune(source))
+    removed = list(removed_when_rendered(source))
     if not removed:
         return source, []
     cleaned = sanitize(source)
-    if not removed_from_html(markdown2html_mistune(cleaned)):
+    if not removed_when_rendered(cleaned):
         return cleaned, removed
     note = '*Shown as plain text by the grader: this cell held active content.*\n\n'
     return note + fenced(source), removed

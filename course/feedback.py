@@ -1,4 +1,4 @@
-"""The exporter of the feedback pages: nbconvert's HTMLExporter, less two costs that a feedback page does not need.
+"""The exporter of the feedback pages: nbconvert's HTMLExporter, less three costs that a feedback page does not need.
 
 nbgrader's generate_feedback renders each page with `GenerateFeedback.exporter_class` (nbconvert's HTMLExporter by
 default); nbgrader_config.py points it here. Per page, HTMLExporter:
@@ -9,6 +9,9 @@ default); nbgrader_config.py points it here. Per page, HTMLExporter:
   cells of JupyterLab-styled pages. nbgrader's feedback template is the classic one, which has no such cells; and an
   image of the feedback without alt text gets nbconvert's placeholder here too, by a regular expression over the `<img>`
   tags, without parsing the page.
+- highlights the code of every cell with Pygments, although most of it (the course's given code and visible tests) is
+  the same in every submission. FeedbackExporter's highlighter remembers, for the life of the process, what it
+  highlighted: a worker highlights the course's code once and each submission's own code once.
 The page is otherwise the same; tests/test_feedback.py compares it with HTMLExporter's.
 """
 
@@ -43,8 +46,29 @@ class SharedBytecode(BytecodeCache):
 SHARED_BYTECODE = SharedBytecode()
 
 
+class RememberedHighlight(Highlight2HTML):
+    """nbconvert's Highlight2HTML, remembering the HTML of each (code, language, options) it highlighted, for the life of
+    the process, shared by every instance (REMEMBERED, emptied past MAX_REMEMBERED entries)."""
+
+    MAX_REMEMBERED = 20_000
+
+    def __call__(self, source, language=None, metadata=None):
+        # What Highlight2HTML's output depends on: the code, the language, a cell's magics language, the formatter options.
+        key = (source, language or self.pygments_lexer, (metadata or {}).get('magics_language'),
+               repr(sorted(self.extra_formatter_options.items())))
+        if key not in REMEMBERED:
+            if len(REMEMBERED) >= self.MAX_REMEMBERED:
+                REMEMBERED.clear()
+            REMEMBERED[key] = super().__call__(source, language, metadata)
+        return REMEMBERED[key]
+
+
+REMEMBERED = {}
+
+
 class FeedbackExporter(HTMLExporter):
-    """HTMLExporter with templates compiled once per process and without the BeautifulSoup pass (see the module)."""
+    """HTMLExporter with templates compiled once per process, code highlighted once per process, and without the
+    BeautifulSoup pass (see the module)."""
 
     def _create_environment(self):
         environment = super()._create_environment()
@@ -55,7 +79,7 @@ class FeedbackExporter(HTMLExporter):
         # HTMLExporter.from_notebook_node up to its BeautifulSoup pass (nbconvert 7.17): the same filters, then the render.
         langinfo = nb.metadata.get('language_info', {})
         lexer = langinfo.get('pygments_lexer', langinfo.get('name', None))
-        highlight_code = self.filters.get('highlight_code', Highlight2HTML(pygments_lexer=lexer, parent=self))
+        highlight_code = self.filters.get('highlight_code', RememberedHighlight(pygments_lexer=lexer, parent=self))
         resources = self._init_resources(resources)
         self.register_filter('highlight_code', highlight_code)
         self.register_filter('filter_data_type',

@@ -1,13 +1,16 @@
 """nbgrader preprocessors this course adds (nbgrader_config.py puts them in nbgrader's pipelines): out-of-process checks
 (AddProbe, JudgeProbe), output capped by lines and characters (CapOutput), feedback without hidden test lines
-(TestMessagesOnly), and nbgrader's Execute that records why a notebook's execution stopped (RecordedExecute)."""
+(TestMessagesOnly), nbgrader's Execute that records why a notebook's execution stopped (RecordedExecute), and nbgrader's
+CheckCellMetadata that checks each cell's metadata once per process (CheckCellMetadataOnce)."""
 
 import contextlib
+import json
 from pathlib import Path
 
 import nbformat
 import numpy as np
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.nbgraderformat import MetadataValidator, ValidationError
+from nbgrader.preprocessors import CheckCellMetadata, Execute, NbGraderPreprocessor
 from traitlets import Integer
 
 from course import policy
@@ -128,3 +131,35 @@ class RecordedExecute(Execute):
         except Exception as e:
             STOPPED['error'] = type(e).__name__
             raise
+
+
+class RememberingValidator(MetadataValidator):
+    """nbgrader's metadata validator, remembering (in VALID, for the life of the process) each cell it found valid by what
+    its checks read: the cell's type and its nbgrader metadata. jsonschema checks the schema itself at every call, which
+    makes a notebook's check cost about 0.07 s; a grading worker meets the same cells in every submission."""
+
+    def validate_cell(self, cell):
+        meta = cell.metadata.get('nbgrader')
+        if not isinstance(meta, dict) or meta.get('cell_type', cell.cell_type) != cell.cell_type:
+            return super().validate_cell(cell)  # no metadata (nothing to check), or a warning to log every time
+        key = json.dumps([cell.cell_type, meta], sort_keys=True, default=repr)
+        if key not in VALID:
+            super().validate_cell(cell)  # raises if invalid: nothing remembered
+            if len(VALID) >= 20_000:
+                VALID.clear()
+            VALID.add(key)
+
+
+VALID = set()
+
+
+class CheckCellMetadataOnce(CheckCellMetadata):
+    """nbgrader's CheckCellMetadata (the same checks, the same error) with RememberingValidator: a cell seen valid before
+    is not checked against the schema again; the notebook-wide check (grade ids unique) runs every time."""
+
+    def preprocess(self, nb, resources):
+        try:
+            RememberingValidator().validate_nb(nb)
+        except ValidationError:
+            return super().preprocess(nb, resources)  # nbgrader's own run: its log lines and its error
+        return nb, resources

@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 import psutil
-from traitlets.config import Config
 
 from course import cgroups, policy
 from course.layout import ROOT
@@ -238,6 +237,8 @@ def kernel_config(folder=None, name=NAME, launcher=__name__, env=None):
     (folder / MARK).write_text('Made by course.sandbox: the kernelspec in kernels/; in runtime/, the connection file and\n'
                                'sockets of one sandboxed kernel at a time (emptied each time one starts).\n')
     (folder / 'runtime').mkdir(mode=0o700, exist_ok=True)  # private: bound read-write into each sandbox in turn
+    from traitlets.config import Config  # here: the kernel launchers (course.sandbox, course.warm) start faster without it
+
     c = Config()
     c.Execute.kernel_name = name
     # unix sockets (the sandbox has no network), named after the connection file: runtime/kernel-ipc-<n>

@@ -7,7 +7,7 @@ from bs4 import BeautifulSoup
 from nbconvert.exporters import HTMLExporter
 
 from course.cells import read
-from course.feedback import NO_ALT, SHARED_BYTECODE, FeedbackExporter
+from course.feedback import NO_ALT, REMEMBERED, SHARED_BYTECODE, FeedbackExporter
 from course.layout import ROOT
 
 PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
@@ -44,3 +44,27 @@ def test_templates_are_compiled_once_per_process():
     finally:
         del SHARED_BYTECODE.load_bytecode
     assert set(loaded) == set(compiled) and SHARED_BYTECODE.code == compiled, 'the second page compiled nothing'
+
+
+def test_code_is_highlighted_once_per_process(monkeypatch):
+    """A second page highlights only the code the first did not have, and is still HTMLExporter's page."""
+    from nbconvert.filters import highlight
+
+    REMEMBERED.clear()
+    FeedbackExporter(template_name='classic').from_notebook_node(notebook())
+    nb = notebook()
+    code = [c for c in nb.cells if c.cell_type == 'code']
+    code[0].source += '\n# a line only this submission has'
+    calls = []
+    real = highlight._pygments_highlight
+
+    def counted(source, *args, **kw):
+        calls.append(source)
+        return real(source, *args, **kw)
+
+    monkeypatch.setattr(highlight, '_pygments_highlight', counted)
+    ours, _ = FeedbackExporter(template_name='classic').from_notebook_node(nb)
+    assert calls == [code[0].source], f'expected only the changed cell highlighted again, saw {len(calls)} cells highlighted'
+    monkeypatch.undo()
+    theirs, _ = HTMLExporter(template_name='classic').from_notebook_node(nb)
+    assert BeautifulSoup(ours, 'html.parser').decode() == BeautifulSoup(theirs, 'html.parser').decode()

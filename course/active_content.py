@@ -37,7 +37,8 @@ from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
-ROOT = Path(__file__).resolve().parent.parent
+from course.layout import ROOT
+
 # The lines of repairs/<student>/<assignment>.txt written here (course/repair.py writes the rest): active content removed
 # from outputs and markdown, and files the student's code wrote while graded, deleted.
 REPORT_PREFIX, DELETED_PREFIX = 'removed: ', 'deleted: '

@@ -98,6 +98,7 @@ def serve(conn, settings, kernels, feedback, root):
     kernel, env = ((None, {}) if kernels is None else sandbox.kernel_config() if kernels == 'cold'
                    else warm.kernel_config(kernels))
     os.environ.update(env)
+    runner.share_engines()
     api = runner.api(runner.merged(settings, kernel), root)
     try:
         while (job := conn.recv()) is not None:

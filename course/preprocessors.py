@@ -83,6 +83,23 @@ class AddProbe(NbGraderPreprocessor):
         return nb, resources
 
 
+def read_record(path, max_bytes):
+    """The probe's record at path, {'<function>.<key>': array}; {} if there is none, or it is empty or over max_bytes.
+    An entry that is not numbers (an object array: a function returned None, or a list of tensors, and numpy could load
+    it only by unpickling) becomes '<function>.error' instead, so that one function's odd return value fails only the
+    checks of that function, not every check of the notebook."""
+    record = {}
+    if not (path.is_file() and not path.is_symlink() and 0 < path.stat().st_size <= max_bytes):
+        return record
+    with np.load(path, allow_pickle=False) as f:
+        for key in f.files:
+            try:
+                record[key] = f[key]
+            except ValueError:  # numpy: "Object arrays cannot be loaded when allow_pickle=False"
+                record.setdefault(f'{key.split(".")[0]}.error', np.asarray(f'{key} is not numbers (None, or a list?)'))
+    return record
+
+
 class JudgeProbe(NbGraderPreprocessor):
     """After execution: take the probe cell out, judge its record here, and fail every test cell whose claim does not hold."""
 
@@ -98,9 +115,7 @@ class JudgeProbe(NbGraderPreprocessor):
         record, inputs = {}, resources['probe_inputs']
         out = folder / PROBE_OUT
         try:
-            if out.is_file() and not out.is_symlink() and 0 < out.stat().st_size <= self.max_bytes:
-                with np.load(out, allow_pickle=False) as f:
-                    record = {k: f[k] for k in f.files}
+            record = read_record(out, self.max_bytes)
         except Exception as e:  # a damaged or forged record: every check fails
             self.log.warning('probe record %s unreadable: %s', out, e)
         verdicts = checks.verdicts(inputs, record)

@@ -1,4 +1,5 @@
-"""course.preprocessors.CheckCellMetadataOnce: nbgrader's CheckCellMetadata, each cell checked once per process."""
+"""course.preprocessors: CheckCellMetadataOnce (nbgrader's CheckCellMetadata, each cell checked once per process), and
+JudgeProbe's reading of the probe's record."""
 
 import copy
 
@@ -59,3 +60,32 @@ def test_validator_is_nbgraders_own():
 
     ours = preprocessors.RememberingValidator
     assert issubclass(ours, MetadataValidator) and ours.validate_nb is MetadataValidator.validate_nb
+
+
+def test_one_function_returning_none_costs_only_its_own_checks(tmp_path):
+    """Check that an object entry in the probe's record (a function returned None) becomes that function's error, and
+    the other functions' numbers are still read: numpy refuses the whole file's object arrays without pickle."""
+    import numpy as np
+
+    from course.preprocessors import read_record
+
+    path = tmp_path / 'record.npz'
+    np.savez(path, **{'head.out': np.arange(3.0), 'stats.raw_std': np.asarray(None), 'stats.scaled_std': np.asarray(1.0)})
+    record = read_record(path, max_bytes=10**6)
+    assert set(record) == {'head.out', 'stats.scaled_std', 'stats.error'}, sorted(record)
+    assert np.array_equal(record['head.out'], np.arange(3.0))
+    assert 'stats.raw_std' in str(record['stats.error']), record['stats.error']
+
+
+def test_a_missing_empty_or_oversized_record_reads_as_nothing(tmp_path):
+    import numpy as np
+
+    from course.preprocessors import read_record
+
+    path = tmp_path / 'record.npz'
+    assert read_record(path, max_bytes=10**6) == {}
+    path.touch()
+    assert read_record(path, max_bytes=10**6) == {}
+    np.savez(path, x=np.zeros(1000))
+    assert read_record(path, max_bytes=100) == {}
+    assert set(read_record(path, max_bytes=10**6)) == {'x'}

@@ -189,10 +189,10 @@ def grade_class(selected, kind, settings=None, timeout=180, workers=None, feedba
     root = Path(root)
     if not (root / 'submitted').is_dir():
         sys.exit('error: no submitted/ folder: put the class in submitted/<student>/<step>/, or run make demo.')
-    os.environ.setdefault('OMP_NUM_THREADS', '1')  # the kernels share the cores: one torch thread each
     # nbgrader, in this process and the workers, needs this venv's bin on PATH, and the workers' forkserver imports its
     # preloaded modules through PYTHONPATH (CPython 3.11 ignores the sys_path it is given): this course's package.
     os.environ.update(runner.env(root))
+    runner.worker_context()  # (already running from course.grade) its one-torch-thread setting reaches the kernel server too
     with ThreadPoolExecutor(1) as background:
         jobs = background.submit(prepare, selected, kind, root)  # while the kernel server and the workers start
         with warm.server(root) if kind == 'warm' else contextlib.nullcontext('cold' if kind == 'cold' else None) as kernels:

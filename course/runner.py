@@ -101,7 +101,8 @@ WORKER_PRELOAD = ['course.grading', 'course.preprocessors', 'nbgrader.apps.api',
 def worker_context():
     """The multiprocessing context nbgrader workers are started from: a forkserver that imports WORKER_PRELOAD once,
     started now, so that it imports while this process does other work (course.grade calls it first)."""
-    # One torch thread in the workers (the checks' references are small): with the default, one per core, OpenMP threads
+    # One torch thread in each grading process, set here for the workers and the kernel server started after them: the
+    # kernels share the cores, and the checks' references are small. With the default, one per core, OpenMP threads
     # spin between operations on the cores the kernels need (a class of 30 graded 5% slower).
     os.environ.setdefault('OMP_NUM_THREADS', '1')
     context = multiprocessing.get_context('forkserver')

@@ -4,13 +4,14 @@ JudgeProbe's reading of the probe's record."""
 import copy
 
 import jsonschema
+import numpy as np
 import pytest
 from nbgrader.preprocessors import CheckCellMetadata
 
 from course import preprocessors
 from course.cells import read, role
 from course.layout import ROOT, notebooks, steps
-from course.preprocessors import VALID, CheckCellMetadataOnce
+from course.preprocessors import VALID, CheckCellMetadataOnce, read_record
 
 
 @pytest.fixture
@@ -65,10 +66,6 @@ def test_validator_is_nbgraders_own():
 def test_one_function_returning_none_costs_only_its_own_checks(tmp_path):
     """Check that an object entry in the probe's record (a function returned None) becomes that function's error, and
     the other functions' numbers are still read: numpy refuses the whole file's object arrays without pickle."""
-    import numpy as np
-
-    from course.preprocessors import read_record
-
     path = tmp_path / 'record.npz'
     np.savez(path, **{'head.out': np.arange(3.0), 'stats.raw_std': np.asarray(None), 'stats.scaled_std': np.asarray(1.0)})
     record = read_record(path, max_bytes=10**6)
@@ -78,10 +75,6 @@ def test_one_function_returning_none_costs_only_its_own_checks(tmp_path):
 
 
 def test_a_missing_empty_or_oversized_record_reads_as_nothing(tmp_path):
-    import numpy as np
-
-    from course.preprocessors import read_record
-
     path = tmp_path / 'record.npz'
     assert read_record(path, max_bytes=10**6) == {}
     path.touch()

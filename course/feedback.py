@@ -149,13 +149,14 @@ class ClaimSummary(NbGraderPreprocessor):
         gradebook that nbgrader names in resources; ({}, {}) outside nbgrader."""
         if not info.get('db_url'):
             return {}, {}
-        from nbgrader.api import Gradebook
+        from nbgrader.api import BaseCell, Grade, Gradebook, SourceCell
 
-        with Gradebook(info['db_url']) as gb:
+        with Gradebook(info['db_url']) as gb:  # two queries, not one per cell (each Grade's name is a query of its own)
             notebook = gb.find_notebook(info['notebook'], info['assignment'])
-            sources = {c.name: c.source for c in notebook.source_cells}
             submission = gb.find_submission_notebook(info['notebook'], info['assignment'], info['student'])
-            awaiting = {g.name: bool(g.needs_manual_grade) for g in submission.grades}
+            sources = dict(gb.db.query(SourceCell.name, SourceCell.source).filter(SourceCell.notebook_id == notebook.id))
+            awaiting = {name: bool(todo) for name, todo in gb.db.query(BaseCell.name, Grade.needs_manual_grade)
+                        .join(Grade, Grade.cell_id == BaseCell.id).filter(Grade.notebook_id == submission.id)}
         return sources, awaiting
 
 

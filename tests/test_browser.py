@@ -422,7 +422,8 @@ def write_hostile(root):
     answer = next(c for c in nb.cells if c.metadata.get('nbgrader', {}).get('grade_id') == MANUAL.grade_id)
     answer.source += (f'\n\n<img src="x" onerror="{run_js("answer_img")}"> <details open ontoggle="{run_js("answer_details")}">'
                       f'more</details> <iframe srcdoc="<script>{run_js("answer_srcdoc")}</script>"></iframe>'
-                      f' [a link](javascript:{run_js("answer_link")})')
+                      f' [a link](javascript:{run_js("answer_link")})'
+                      f' $\\href{{javascript:{run_js("answer_tex_href")}}}{{x}}$ $\\require{{HTML}}\\href{{javascript:x}}{{y}}$')
     code = f"""from IPython.display import HTML, Javascript, Markdown, display
 display(HTML({f'<b>table</b><script>{run_js("html_script")}</script><img src="x" onerror="{run_js("html_img")}">'!r}))
 display(Javascript({run_js("javascript")!r}))
@@ -492,7 +493,10 @@ def hostile(page, course, lab):
     seen['feedback'] = feedback.exists()
     if feedback.exists():
         tab.goto(feedback.as_uri())
+        tab.wait_for_selector('html[data-maths="typeset"]', state='attached')  # MathJax has read the student's TeX
         time.sleep(2)
+        seen['feedback_links'] = tab.evaluate("""() => [...document.querySelectorAll('[href]')]
+            .map(e => e.getAttribute('href')).filter(h => !/^(https?:|mailto:|#|$)/i.test(h.trim()))""")
     seen['traces'] = traces()
     seen['written'] = sorted(p.name for p in root.glob('XSS-*'))
 
@@ -514,6 +518,8 @@ def test_no_script_of_a_hostile_submission_runs_in_the_formgrader_its_files_or_i
     written = [name for name in hostile['written'] if name != 'XSS-control.txt']
     assert not ran and not written, f'student scripts ran: {ran}; files written through the API: {written}'
     assert hostile['feedback'], 'the hostile submission has no feedback page to open'
+    # MathJax typesets the feedback page: the answer's \href{javascript:...} (and \require{HTML}) make no link.
+    assert hostile['feedback_links'] == [], f"links the typeset feedback page holds: {hostile['feedback_links']}"
 
 
 def test_positive_control_the_detector_sees_a_script_that_runs(hostile):
@@ -593,6 +599,8 @@ def open_offline(context, url, shot=None):
     seen = tab.evaluate(SEEN_JS)
     if shot:
         shoot(tab, shot)
+        tab.locator('.text_cell_render .MathJax_MathML').first.scroll_into_view_if_needed()
+        shoot(tab, f'{shot}-maths')
     tab.close()
     return {**seen, 'refused': refused}
 
@@ -653,7 +661,7 @@ def test_feedback_maths_renders_with_the_network_cut_off(feedback, student):
     assert not web, f'the page asked the network for {web}'
 
 
-@pytest.mark.parametrize('shot', FEEDBACK_SHOTS.values())
+@pytest.mark.parametrize('shot', [f'{shot}{part}' for shot in FEEDBACK_SHOTS.values() for part in ('', '-maths')])
 def test_screenshot_of_each_feedback_page_shows_a_rendered_page(feedback, shot):
     fraction = blank_fraction(SHOTS / f'{shot}.png')
     assert fraction < 0.9, f'{shot}.png is {fraction:.0%} one colour: the page had not rendered'

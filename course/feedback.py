@@ -164,6 +164,10 @@ def points(value):
     return 'ungraded' if value is None else f'{float(value):g}'
 
 
+def n_claims(n):
+    return f'{n} claim' + 's' * (n != 1)
+
+
 SUMMARY_CSS = """<style>
 #summary { margin-top: 0.5em; }
 #summary h5 { margin: 0.9em 0 0.3em; font-weight: bold; }
@@ -198,7 +202,7 @@ def summary_html(claims, late_penalty=0):
     graded = [c for c in answers if not c['awaiting']]
     parts = [SUMMARY_CSS, '<div id="summary" class="tex2jax_ignore">']
     if failed:
-        parts.append(f'<h5>To fix: {len(failed)} of {len(tests)} claims failed</h5><ol class="failed">')
+        parts.append(f'<h5>To fix: {len(failed)} of {n_claims(len(tests))} failed</h5><ol class="failed">')
         parts += [f'<li>{link(c)} {score(c)}<span class="message">{e(c["message"]) or "no message: see the cell"}'
                   '</span></li>' for c in failed]
         parts.append('</ol>')
@@ -214,7 +218,7 @@ def summary_html(claims, late_penalty=0):
         parts += [f'<li>{link(c, "Written answer " + c["name"])} {score(c)}{comment(c)}</li>' for c in graded]
         parts.append('</ol>')
     if passed:
-        parts.append(f'<details><summary>Passed: {len(passed)} claims</summary><ol class="passed">')
+        parts.append(f'<details><summary>Passed: {n_claims(len(passed))}</summary><ol class="passed">')
         parts += [f'<li>{link(c)} {score(c)}</li>' for c in passed]
         parts.append('</ol></details>')
     if late_penalty:

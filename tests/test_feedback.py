@@ -155,7 +155,7 @@ def test_summary_lists_failed_claims_first_with_their_message_then_answers_then_
     assert summary is not None and 'id="toc"' not in page, "nbgrader's table of contents is replaced"
     headings = [h.get_text() for h in summary.find_all(['h5', 'summary'])]
     assert headings == ['To fix: 2 of 3 claims failed', 'Written answers awaiting a grader: 1', 'Written answers graded: 1',
-                        'Passed: 1 claims'], headings
+                        'Passed: 1 claim'], headings
     failed = summary.select('ol.failed > li')
     assert [li.a['href'] for li in failed] == ['#t_fail', '#t_stderr']
     assert failed[0].select_one('.message').get_text() == 'expected 3, got <script>alert(1)</script>; check the sign'

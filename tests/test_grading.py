@@ -3,7 +3,9 @@ step's bank, the late penalty as nbgrader's own export applies it, and our grade
 
 import csv
 import shutil
+from pathlib import Path
 
+import nbformat
 import pytest
 
 from course import runner
@@ -136,6 +138,32 @@ def test_grades_are_those_of_plain_serial_nbgrader_autograde(graded, plain):
     assert len(plain) >= 2 * len(STEPS), f'plain nbgrader graded only {sorted(plain)}'
     assert not differ, f'(step, student), cell, ours, plain nbgrader: {differ}'
     assert any(cells and any(s == 0 for s in cells.values()) for cells in plain.values()), 'the sample holds a lost point'
+
+
+def test_without_a_sandbox_make_grade_refuses_before_any_student_code_runs(tmp_path):
+    """Issue 25: on a machine without bubblewrap (here, a PATH without bwrap), grading a real class stops at once, with
+    one line saying how to get a sandbox, and nothing of the class ran: the submission's code, which would leave a file
+    in the course root, did not; no kernel, no worker, no results, no gradebook."""
+    import subprocess
+    import sys
+
+    from course.cells import read
+    from course.layout import ROOT, copy_course
+
+    course = copy_course(tmp_path / 'course')
+    step, name = STEPS[0], notebooks(STEPS[0])[0]
+    nb = read(ROOT / 'release' / step / name)
+    nb.cells.insert(0, nbformat.v4.new_code_cell("open('../../../student-code-ran.txt', 'w').write('ran')"))
+    (course / 'submitted' / 'alice' / step).mkdir(parents=True)
+    nbformat.write(nb, course / 'submitted' / 'alice' / step / name)
+    env = {**runner.env(course), 'PATH': str(Path(sys.executable).parent)}  # this venv's commands, and no bwrap
+    done = subprocess.run([sys.executable, '-m', 'course.grade'], cwd=course, env=env, capture_output=True, text=True)
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode != 0 and len(errors) == 1, f'exit {done.returncode}; stderr:\n{done.stderr}{done.stdout}'
+    assert 'apt-get install bubblewrap' in errors[0] and 'make system' in errors[0] and '--no-sandbox' in errors[0], errors
+    left = sorted(p.name for p in course.iterdir())
+    assert left == ['course', 'course.toml', 'input.txt', 'nbgrader_config.py', 'release', 'source', 'submitted'], (
+        f'the refused run left {left}: something of the class ran')
 
 
 # The damaged, broken and hostile corpus's tests (tests/submissions.py) share this module's graded class: collected here,

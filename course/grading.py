@@ -22,6 +22,7 @@ from pathlib import Path
 from course import cgroups, results, runner, sandbox, warm
 from course.cells import read
 from course.layout import ROOT, log_path, notebooks
+from course.progress import Progress
 from course.repair import repair_submission
 
 
@@ -146,9 +147,10 @@ class Worker:
         self.start()
 
 
-def grade_all(jobs, kernels, settings, timeout, workers, feedback, root=ROOT):
+def grade_all(jobs, kernels, settings, timeout, workers, feedback, root=ROOT, stream=None):
     """Autograde, and write the feedback of, every (step, student) of jobs (a list, or a future of one), `workers` at a
-    time, each on the next idle worker."""
+    time, each on the next idle worker; complete each one's record (course.results.finish()) as it is done, and show the
+    progress on stream (default stderr: course.progress)."""
     context = runner.worker_context()
     pool_workers = [Worker(context, settings, kernels, feedback, root) for _ in range(max(1, workers))]
     idle = queue.Queue()
@@ -161,10 +163,14 @@ def grade_all(jobs, kernels, settings, timeout, workers, feedback, root=ROOT):
             worker.grade(*job, timeout, root)
         finally:
             idle.put(worker)
+        shown.add(results.finish(*job, root)['status'])
 
     pool = ThreadPoolExecutor(len(pool_workers))
     try:
-        list(pool.map(grade, jobs.result() if hasattr(jobs, 'result') else jobs))
+        jobs = jobs.result() if hasattr(jobs, 'result') else jobs
+        shown = Progress(len(jobs), stream)
+        list(pool.map(grade, jobs))
+        shown.close()
     finally:
         pool.shutdown(cancel_futures=True)  # on Ctrl-C, no more submissions
         for worker in pool_workers:
@@ -197,8 +203,9 @@ def grade_class(selected, kind, settings=None, timeout=180, workers=None, feedba
         jobs = background.submit(prepare, selected, kind, root)  # while the kernel server and the workers start
         with warm.server(root) if kind == 'warm' else contextlib.nullcontext('cold' if kind == 'cold' else None) as kernels:
             grade_all(jobs, kernels, settings, timeout, workers or os.cpu_count() + 2, feedback, root)
-        for step, student in jobs.result():
-            results.finish(step, student, root)
+        for step, student in jobs.result():  # each finished as it was graded; on Ctrl-C, those left are too
+            if (results.load(step, student, root) or {}).get('status') is None:
+                results.finish(step, student, root)
     cgroups.sweep()  # the kernels' cgroups that a launcher killed by jupyter_client left (empty)
     runner.export(root / 'grades.csv', root)
     from nbgrader.api import Gradebook

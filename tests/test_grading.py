@@ -166,6 +166,46 @@ def test_without_a_sandbox_make_grade_refuses_before_any_student_code_runs(tmp_p
         f'the refused run left {left}: something of the class ran')
 
 
+def test_a_notebook_over_the_budget_is_never_read_nor_graded_and_says_why(tmp_path):
+    """Issue 25: a submitted notebook larger than course.cells.NOTEBOOK_BUDGET (here a sparse file: its size, no disk) is
+    not read (neither repaired nor sent to a worker) and gets the status 'over budget', naming the file and the budget;
+    the student beside it is prepared as usual."""
+    from course import grading, results
+    from course.cells import NOTEBOOK_BUDGET, read
+    from course.layout import ROOT, copy_course
+
+    course = copy_course(tmp_path / 'course')
+    step, name = STEPS[0], notebooks(STEPS[0])[0]
+    for student in ('alice', 'bob'):
+        (course / 'submitted' / student / step).mkdir(parents=True)
+    nbformat.write(read(ROOT / 'release' / step / name), course / 'submitted' / 'alice' / step / name)
+    with open(course / 'submitted' / 'bob' / step / name, 'wb') as f:
+        f.truncate(NOTEBOOK_BUDGET + 1)
+    jobs = grading.prepare([step], 'warm', course)
+    bob = results.load(step, 'bob', course)
+    assert jobs == [(step, 'alice')], jobs
+    over = f'{name} is {NOTEBOOK_BUDGET + 1:,} bytes, over the {NOTEBOOK_BUDGET:,} the grader reads'
+    assert (bob['status'], bob['detail']) == ('over budget', over), bob
+    assert not (course / 'repairs' / 'bob').exists() and not (course / 'submitted' / 'bob' / step / '.original').exists()
+
+
+def test_a_grading_worker_cannot_grow_past_its_memory_limit():
+    """Issue 25: course.grading.limit_memory() (what each grading worker calls first) makes an allocation past
+    WORKER_MEMORY fail with MemoryError in that process, instead of the machine running out; without it, the same one
+    succeeds (numpy.empty: asked for, never touched)."""
+    import subprocess
+    import sys
+
+    from course.grading import WORKER_MEMORY
+
+    grow = f'import numpy; numpy.empty({WORKER_MEMORY + (1 << 30)}, numpy.uint8); print("grew")'
+    limited = subprocess.run([sys.executable, '-c', f'from course import grading; grading.limit_memory(); {grow}'],
+                             capture_output=True, text=True, env=runner.env())
+    unlimited = subprocess.run([sys.executable, '-c', grow], capture_output=True, text=True, env=runner.env())
+    assert limited.returncode and 'MemoryError' in limited.stderr and 'grew' not in limited.stdout, limited.stderr
+    assert unlimited.stdout == 'grew\n', unlimited.stderr
+
+
 # The damaged, broken and hostile corpus's tests (tests/submissions.py) share this module's graded class: collected here,
 # they run on the same pytest-xdist worker (--dist loadfile), which grades the class once.
 from submissions import *  # noqa: E402, F401, F403

@@ -131,10 +131,15 @@ def check_record(path, max_expanded, max_entries):
             with z.open(info) as f:
                 try:
                     version = np.lib.format.read_magic(f)
-                    header = {(1, 0): np.lib.format.read_array_header_1_0,
-                              (2, 0): np.lib.format.read_array_header_2_0}[version]
-                    shape, _, dtype = header(f)
-                except (ValueError, KeyError):  # not an array numpy.save wrote: numpy will refuse it (read_record)
+                except ValueError:  # not an array: numpy reads it as bytes, at most what the entry declares
+                    continue
+                header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                if version not in header:  # numpy.save writes 3.0 only for structured dtypes, never numbers
+                    raise OverBudget(f'the probe record\'s {info.filename} is an array of format {version}, not of '
+                                     'numbers as numpy.save writes them')
+                try:
+                    shape, _, dtype = header[version](f)
+                except ValueError:  # a damaged header: numpy refuses it the same way (read_record)
                     continue
             if not dtype.hasobject and math.prod(shape) * max(dtype.itemsize, 1) > info.file_size:
                 raise OverBudget(f'the probe record\'s {info.filename} declares an array of {math.prod(shape):,} x '
@@ -199,7 +204,7 @@ class JudgeProbe(NbGraderPreprocessor):
         return nb, resources
 
 
-# What of the last submission graded in this process was over the grader's budget (JudgeProbe's record, CapOutput's
+# What of the last submission graded in this process was over the grader's budget (JudgeProbe's record, RecordedExecute's
 # outputs), or None: course.grading clears it before each submission and records it with the result.
 OVER_BUDGET = {'reason': None}
 

@@ -139,3 +139,29 @@ def test_a_real_records_size_is_far_within_the_budget(tmp_path):
     path = tmp_path / 'record.npz'
     np.savez(path, **{f'gpt.w{i}': np.ones(6250) for i in range(200)})
     assert len(read_record(path, JudgeProbe.max_bytes.default_value)) == 200
+
+
+def test_outputs_past_the_budget_are_dropped_but_each_cells_first_error_is_kept():
+    """Issue 25: RecordedExecute holds a notebook's outputs to max_output_bytes as they arrive (here 100 bytes): later
+    outputs are dropped with one note, and OVER_BUDGET says why; but a cell's first error is kept, capped (nbgrader
+    scores a test cell by its error: dropping it would give a failed test its points), and a second one is not."""
+    from course.preprocessors import OVER_BUDGET, RecordedExecute
+
+    def msg(kind, **content):
+        return {'msg_type': kind, 'header': {'msg_type': kind}, 'parent_header': {'msg_id': 'm'}, 'content': content}
+
+    ep = RecordedExecute(max_output_bytes=120)
+    ep.reset_execution_trackers()
+    ep.clear_before_next_output, ep.output_bytes, OVER_BUDGET['reason'] = False, 0, None
+    outs = []
+    for _ in range(5):
+        ep.output(outs, msg('stream', name='stdout', text='y' * 40), None, 0)
+    ep.output(outs, msg('error', ename='AssertionError', evalue='z' * 5000, traceback=['t' * 10] * 100), None, 0)
+    ep.output(outs, msg('error', ename='AssertionError', evalue='again', traceback=[]), None, 0)
+    ep.output(outs, msg('stream', name='stdout', text='later'), None, 0)
+    kinds = [o.output_type for o in outs]
+    assert kinds == ['stream', 'stream', 'stream', 'error'], kinds  # two of 54 bytes (keys too), the note, the first error
+    assert 'outputs dropped by the grader' in outs[2].text, outs[2]
+    assert outs[3].ename == 'AssertionError' and len(outs[3].evalue) < 2100 and len(outs[3].traceback) == 20, outs[3]
+    assert OVER_BUDGET['reason'].startswith('its outputs passed'), OVER_BUDGET
+    OVER_BUDGET['reason'] = None

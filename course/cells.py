@@ -14,8 +14,20 @@ STUB_ERROR = f"NotImplementedError('{STUB_MESSAGE}')"  # what an untouched stub 
 TEXT_STUB = 'YOUR ANSWER HERE'  # in place of each written answer
 
 
+# The largest submitted notebook the grader reads (a few MB with outputs and plots are usual; nbformat holds about 5 bytes
+# per byte of file): a larger one is not read, nor graded, and gets the status 'over budget'.
+NOTEBOOK_BUDGET = 64 << 20
+
+
 def read(path):
     return nbformat.read(path, as_version=4)
+
+
+def over_budget(path, budget=NOTEBOOK_BUDGET):
+    """Why the notebook at path is too large for the grader to read ('nb.ipynb is ... bytes, over the ...'), or
+    None: its size on disk, checked before anything reads it."""
+    size = path.lstat().st_size
+    return f'{path.name} is {size:,} bytes, over the {budget:,} the grader reads' if size > budget else None
 
 
 def grade_id(cell):

@@ -11,6 +11,7 @@ capped (docs/security.md).
 
 import contextlib
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -118,10 +119,12 @@ class Cgroup:
             finally:
                 os.close(fd)
 
-    def remove(self, seconds=5):
-        """Remove the cgroups, once the kernel is gone: a cgroup is busy until the kernel has released the processes that
-        were in it, a moment after they end (after a fork bomb, a while), so try again for up to seconds."""
-        deadline = time.monotonic() + seconds
+    def remove(self, cap=60):
+        """Remove the cgroups, once the kernel is gone: a cgroup is busy while processes of the kernel are still in it,
+        ending (after a fork bomb, hundreds, slowly on a loaded machine). Waits for each of them to end (psutil, through
+        a pidfd), then removes it; gives up only after cap seconds, leaving it for the next sweep(), and says so on
+        stderr (the kernel's log)."""
+        deadline = time.monotonic() + cap
         for folder in self.folders:
             while True:
                 try:
@@ -130,7 +133,34 @@ class Cgroup:
                 except FileNotFoundError:
                     break
                 except OSError:
-                    if time.monotonic() > deadline:
-                        break  # left empty: the next kernel's make() removes it
-                    time.sleep(0.05)
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        print(f'cgroups: {folder} still busy after {cap} s: left for the next sweep', file=sys.stderr)
+                        break
+                    if not wait_empty([folder], left):
+                        continue
+                    time.sleep(0.01)  # empty, not yet released by the kernel: once more, shortly
 
+
+def processes(folder):
+    """The pids in a cgroup (cgroup.procs), [] if it is gone."""
+    try:
+        return [int(pid) for pid in (folder / 'cgroup.procs').read_text().split()]
+    except OSError:
+        return []
+
+
+def wait_empty(folders, cap):
+    """Wait until no process is left in the cgroups at folders, waiting for each one listed to end (psutil: a pidfd, not
+    a timer), for at most cap seconds; whether they had emptied by then. Busy cgroups come back as not yet empty."""
+    deadline = time.monotonic() + cap
+    while pids := [pid for folder in folders for pid in processes(folder)]:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        procs = []
+        for pid in pids:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                procs.append(psutil.Process(pid))
+        psutil.wait_procs(procs, timeout=left)
+    return True

@@ -37,17 +37,26 @@ def main(argv=None):
     ap.add_argument('--cold', action='store_true', help='start each kernel from scratch, in a sandbox of its own (slower)')
     ap.add_argument('--no-feedback', action='store_true',
                     help='skip generate_feedback (a re-grade; after manual grading: nbgrader generate_feedback --force)')
-    ap.add_argument('--no-sandbox', action='store_true', help='run student code unsandboxed (trusted code only)')
+    ap.add_argument('--no-sandbox', action='store_true',
+                    help='run student code unsandboxed (trusted code only); without it, grading a real class where no '
+                         'sandbox works stops before any student code runs')
     ap.add_argument('--step', action='append', dest='steps', metavar='ID', choices=steps(),
                     help='grade only this step of source/ (repeatable; default: every one)')
     args = ap.parse_args(argv)
-    runner.worker_context()  # the workers' template imports nbgrader and torch while this process prepares the class
     selected = args.steps or steps()
+    # Fail closed: a real class is graded in the sandbox or not at all, unless --no-sandbox says otherwise. Checked before
+    # anything starts (no worker, no kernel, no results, the gradebook untouched). The demo class is ours (course.demo
+    # writes it only into an empty submitted/ or over an earlier demo class), so --demo grades it without, and says so.
     kind = grading.kernel_kind(args.no_sandbox, args.cold)
-    if kind == 'unsandboxed':
-        print('warning: --no-sandbox: grading WITHOUT a sandbox: student code can read and write the whole course'
-              if args.no_sandbox else sandbox.UNAVAILABLE, file=sys.stderr)
-    elif kind == 'cold' and not args.cold:
+    if kind == 'unsandboxed' and args.no_sandbox:
+        print('warning: --no-sandbox: grading WITHOUT a sandbox: student code can read and write the whole course',
+              file=sys.stderr)
+    elif kind == 'unsandboxed' and args.demo:
+        print(sandbox.DEMO_UNSANDBOXED, file=sys.stderr)
+    elif kind == 'unsandboxed':
+        sys.exit(sandbox.UNAVAILABLE)
+    runner.worker_context()  # the workers' template imports nbgrader and torch while this process prepares the class
+    if kind == 'cold' and not args.cold:
         print('note: no warm kernels here (they need user namespaces inside the sandbox); each kernel starts cold, '
               'in a sandbox of its own', file=sys.stderr)
     if args.demo:

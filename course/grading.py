@@ -10,6 +10,7 @@ with whatever it started, when a submission takes too long or kills it, and star
 import contextlib
 import os
 import queue
+import resource
 import shutil
 import signal
 import sqlite3
@@ -20,21 +21,30 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from course import cgroups, results, runner, sandbox, warm
-from course.cells import read
+from course.cells import over_budget, read
 from course.layout import ROOT, log_path, notebooks
+from course.progress import Progress
 from course.repair import repair_submission
 
 
 def unreadable(step, student, root=ROOT):
-    """Why a submission's notebook cannot be read ('empty file', the exception's name), or None."""
+    """Why a submission's notebook cannot be read ('empty file', 'nested too deep', the exception's name), or None."""
     for name in notebooks(step, root):
         path = Path(root) / 'submitted' / student / step / name
         if path.exists():
             try:
                 read(path)
+            except RecursionError:  # json's decoder stops at Python's recursion limit, at once
+                return 'nested too deep'
             except Exception as e:  # any damage to the file: nbformat raises JSON, validation or unicode errors
                 return 'empty file' if path.stat().st_size == 0 else type(e).__name__
     return None
+
+
+def oversized(step, student, root=ROOT):
+    """Why a submission is too large to read (course.cells.over_budget() of a notebook in its folder), or None."""
+    folder = Path(root) / 'submitted' / student / step
+    return next(filter(None, (over_budget(p) for p in sorted(folder.glob('*.ipynb')) if p.is_file())), None)
 
 
 def prepare(selected, kernel, root=ROOT):
@@ -51,6 +61,11 @@ def prepare(selected, kernel, root=ROOT):
             sys.exit(f'error: nbgrader generate_assignment {step} failed:\n{result.get("log", "")}{result.get("error", "")}')
         for student in sorted(p.name for p in (Path(root) / 'submitted').iterdir() if (p / step).is_dir()):
             record = results.new(step, student, kernel)
+            record['over_budget'] = oversized(step, student, root)
+            if record['over_budget']:  # never read, nor graded: its record says why
+                record['status'], record['detail'] = results.status(record)
+                results.save(record, root)
+                continue
             record['repairs'], record['attention'] = repair_submission(step, student, root)
             record['unreadable'] = unreadable(step, student, root)
             results.save(record, root)
@@ -69,10 +84,11 @@ def prepare(selected, kernel, root=ROOT):
 def grade_one(api, step, student, feedback, root=ROOT):
     """nbgrader autograde, then (if feedback) generate_feedback, of one submission through api; the logs and stderr go to
     .build/logs/, the outcome to its results record."""
-    from course.preprocessors import STOPPED
+    from course.preprocessors import OVER_BUDGET, STOPPED
 
-    STOPPED['error'] = None
+    STOPPED['error'] = OVER_BUDGET['reason'] = None
     seconds = {}
+    peak_rss(reset=True)
     with open(log_path(step, student, root), 'w') as log:
         os.dup2(log.fileno(), 2)  # library warnings, and the kernel's stderr, go to the log
         warnings.simplefilter('ignore')  # nbgrader's SQLAlchemy and nbformat warnings say nothing about the submission
@@ -87,7 +103,21 @@ def grade_one(api, step, student, feedback, root=ROOT):
             result = api.generate_feedback(step, student)
             seconds['feedback'] = round(time.perf_counter() - start, 3)
             log.write(result.get('log', '') + result.get('error', ''))
-    results.update(step, student, root, autograde=autograde, seconds=seconds)
+    results.update(step, student, root, autograde=autograde, seconds=seconds, over_budget=OVER_BUDGET['reason'],
+                   memory={'worker_peak_rss': peak_rss()})
+
+
+def peak_rss(reset=False):
+    """This process's peak resident memory in bytes (VmHWM) since the last reset (None where Linux's /proc lacks it);
+    reset: start counting again from what it holds now (writing 5 to /proc/self/clear_refs)."""
+    try:
+        if reset:
+            Path('/proc/self/clear_refs').write_text('5')
+            return None
+        with open('/proc/self/status') as f:
+            return next(int(line.split()[1]) << 10 for line in f if line.startswith('VmHWM:'))
+    except (OSError, StopIteration):
+        return None
 
 
 def serve(conn, settings, kernels, feedback, root):
@@ -95,6 +125,7 @@ def serve(conn, settings, kernels, feedback, root):
     server's socket (course.warm), 'cold' (a sandbox per kernel), or None (no sandbox). The worker runs one kernel at a
     time, so one sandbox folder (sockets, kernelspec) serves all its kernels in turn."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the main process, which stops the workers
+    limit_memory()
     kernel, env = ((None, {}) if kernels is None else sandbox.kernel_config() if kernels == 'cold'
                    else warm.kernel_config(kernels))
     os.environ.update(env)
@@ -107,6 +138,19 @@ def serve(conn, settings, kernels, feedback, root):
     finally:
         if env:
             shutil.rmtree(env['JUPYTER_PATH'], ignore_errors=True)
+
+
+# What a grading worker may hold (RLIMIT_DATA: its heap and private mappings, not torch's libraries nor the address space
+# glibc reserves per thread): grading a submission peaks at about 300 MB resident. Past it, the worker's allocation
+# fails (MemoryError: that submission is not graded) instead of the machine's OOM killer choosing what dies.
+WORKER_MEMORY = 2 << 30
+
+
+def limit_memory(limit=WORKER_MEMORY):
+    """Hold this process to limit bytes of data. Only the soft limit: the kernel launchers this worker starts inherit
+    it, and a cold kernel's prlimit must still raise it to the kernel's own (course.policy.LIMITS, 4 GiB) as a user."""
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
 
 
 class Worker:
@@ -146,9 +190,10 @@ class Worker:
         self.start()
 
 
-def grade_all(jobs, kernels, settings, timeout, workers, feedback, root=ROOT):
+def grade_all(jobs, kernels, settings, timeout, workers, feedback, root=ROOT, stream=None):
     """Autograde, and write the feedback of, every (step, student) of jobs (a list, or a future of one), `workers` at a
-    time, each on the next idle worker."""
+    time, each on the next idle worker; complete each one's record (course.results.finish()) as it is done, and show the
+    progress on stream (default stderr: course.progress)."""
     context = runner.worker_context()
     pool_workers = [Worker(context, settings, kernels, feedback, root) for _ in range(max(1, workers))]
     idle = queue.Queue()
@@ -161,10 +206,14 @@ def grade_all(jobs, kernels, settings, timeout, workers, feedback, root=ROOT):
             worker.grade(*job, timeout, root)
         finally:
             idle.put(worker)
+        shown.add(results.finish(*job, root)['status'])
 
     pool = ThreadPoolExecutor(len(pool_workers))
     try:
-        list(pool.map(grade, jobs.result() if hasattr(jobs, 'result') else jobs))
+        jobs = jobs.result() if hasattr(jobs, 'result') else jobs
+        shown = Progress(len(jobs), stream)
+        list(pool.map(grade, jobs))
+        shown.close()
     finally:
         pool.shutdown(cancel_futures=True)  # on Ctrl-C, no more submissions
         for worker in pool_workers:
@@ -197,8 +246,9 @@ def grade_class(selected, kind, settings=None, timeout=180, workers=None, feedba
         jobs = background.submit(prepare, selected, kind, root)  # while the kernel server and the workers start
         with warm.server(root) if kind == 'warm' else contextlib.nullcontext('cold' if kind == 'cold' else None) as kernels:
             grade_all(jobs, kernels, settings, timeout, workers or os.cpu_count() + 2, feedback, root)
-        for step, student in jobs.result():
-            results.finish(step, student, root)
+        for step, student in jobs.result():  # each finished as it was graded; on Ctrl-C, those left are too
+            if (results.load(step, student, root) or {}).get('status') is None:
+                results.finish(step, student, root)
     cgroups.sweep()  # the kernels' cgroups that a launcher killed by jupyter_client left (empty)
     runner.export(root / 'grades.csv', root)
     from nbgrader.api import Gradebook

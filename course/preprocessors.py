@@ -5,6 +5,9 @@ CheckCellMetadata that checks each cell's metadata once per process (CheckCellMe
 
 import contextlib
 import json
+import math
+import struct
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -83,14 +86,78 @@ class AddProbe(NbGraderPreprocessor):
         return nb, resources
 
 
-def read_record(path, max_bytes):
-    """The probe's record at path, {'<function>.<key>': array}; {} if there is none, or it is empty or over max_bytes.
-    An entry that is not numbers (an object array: a function returned None, or a list of tensors, and numpy could load
-    it only by unpickling) becomes '<function>.error' instead, so that one function's odd return value fails only the
-    checks of that function, not every check of the notebook."""
+class OverBudget(ValueError):
+    """What a submission's code wrote is larger than the grader reads (its size, declared or on disk): the checks that
+    needed it fail, with this message, and the submission's record says so (OVER_BUDGET)."""
+
+
+def zip_directory(path):
+    """(entries, bytes) of the zip's central directory as its end record declares them, read first (as zipfile finds
+    that record), so that a directory too large to parse is refused unparsed. A zip64 record (over 65,535 entries, or
+    over 4 GiB) counts as too large."""
+    with open(path, 'rb') as f:
+        f.seek(0, 2)
+        f.seek(max(0, f.tell() - (1 << 16) - 22))
+        tail = f.read()
+    at = len(tail) - 22 if tail[-22:-18] == b'PK\x05\x06' and tail[-2:] == b'\0\0' else tail.rfind(b'PK\x05\x06')
+    if at < 0 or len(tail) - at < 22:
+        raise zipfile.BadZipFile('not a zip file: no end of central directory')
+    entries, size = struct.unpack('<HI', tail[at + 10:at + 16])
+    if tail[max(0, at - 20):at - 16] == b'PK\x06\x07' or entries == 0xFFFF or size == 0xFFFFFFFF:
+        return 1 << 32, 1 << 64  # zip64: never that small
+    return entries, size
+
+
+def check_record(path, max_expanded, max_entries):
+    """Raise OverBudget unless the npz at path costs at most max_expanded bytes once read: checked before anything is
+    decompressed or allocated, from what it declares. Its central directory (at most max_entries entries of at most
+    1 KiB each), then each entry's size (they add up to at most max_expanded, and zipfile decompresses no more than an
+    entry declares), stored or deflated only (another method's decompressor takes no output bound), then each array's
+    header (its shape and dtype fit in the bytes its entry declares; numpy allocates the array from the header alone)."""
+    entries, directory = zip_directory(path)
+    if entries > max_entries or directory > max_entries << 10:
+        raise OverBudget(f'the probe record declares {entries:,} entries ({directory:,} bytes of directory), over the '
+                         f'{max_entries:,} the grader reads')
+    with zipfile.ZipFile(path) as z:
+        infos = z.infolist()
+        declared = sum(i.file_size for i in infos)
+        if len(infos) > max_entries or declared > max_expanded:
+            raise OverBudget(f'the probe record declares {declared:,} bytes in {len(infos):,} entries, over the '
+                             f'{max_expanded:,} bytes the grader reads')
+        for info in infos:
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise OverBudget(f'the probe record\'s {info.filename} is compressed with method {info.compress_type}, '
+                                 'not stored or deflated as numpy writes it')
+            with z.open(info) as f:
+                try:
+                    version = np.lib.format.read_magic(f)
+                except ValueError:  # not an array: numpy reads it as bytes, at most what the entry declares
+                    continue
+                header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                if version not in header:  # numpy.save writes 3.0 only for structured dtypes, never numbers
+                    raise OverBudget(f'the probe record\'s {info.filename} is an array of format {version}, not of '
+                                     'numbers as numpy.save writes them')
+                try:
+                    shape, _, dtype = header[version](f)
+                except ValueError:  # a damaged header: numpy refuses it the same way (read_record)
+                    continue
+            if not dtype.hasobject and math.prod(shape) * max(dtype.itemsize, 1) > info.file_size:
+                raise OverBudget(f'the probe record\'s {info.filename} declares an array of {math.prod(shape):,} x '
+                                 f'{dtype.itemsize} bytes in an entry of {info.file_size:,}')
+
+
+def read_record(path, max_bytes, max_expanded=64 << 20, max_entries=1000):
+    """The probe's record at path, {'<function>.<key>': array}; {} if there is none or it is empty. A record over
+    max_bytes on disk, or that declares more than max_expanded bytes or max_entries entries (check_record()), raises
+    OverBudget before it is read. An entry that is not numbers (an object array: a function returned None, or a list of
+    tensors, and numpy could load it only by unpickling) becomes '<function>.error' instead, so that one function's odd
+    return value fails only the checks of that function, not every check of the notebook."""
     record = {}
-    if not (path.is_file() and not path.is_symlink() and 0 < path.stat().st_size <= max_bytes):
+    if not (path.is_file() and not path.is_symlink() and path.stat().st_size > 0):
         return record
+    if path.stat().st_size > max_bytes:
+        raise OverBudget(f'the probe record is {path.stat().st_size:,} bytes, over the {max_bytes:,} the grader reads')
+    check_record(path, max_expanded, max_entries)
     with np.load(path, allow_pickle=False) as f:
         for key in f.files:
             try:
@@ -103,7 +170,10 @@ def read_record(path, max_bytes):
 class JudgeProbe(NbGraderPreprocessor):
     """After execution: take the probe cell out, judge its record here, and fail every test cell whose claim does not hold."""
 
-    max_bytes = Integer(50_000_000, help='a larger record is not read, and every check fails').tag(config=True)
+    max_bytes = Integer(50_000_000, help='a larger record (on disk) is not read, and every check fails').tag(config=True)
+    max_expanded = Integer(64 << 20, help='a record that declares more bytes once decompressed is not read, and every '
+                                          'check fails').tag(config=True)
+    max_entries = Integer(1000, help='a record of more entries (arrays) is not read, and every check fails').tag(config=True)
 
     def preprocess(self, nb, resources):
         folder = Path(resources['metadata']['path'])
@@ -112,15 +182,18 @@ class JudgeProbe(NbGraderPreprocessor):
         if not checks:
             return nb, resources
         nb.cells = [c for c in nb.cells if not c.metadata.get('course', {}).get('probe')]
-        record, inputs = {}, resources['probe_inputs']
+        record, inputs, over = {}, resources['probe_inputs'], None
         out = folder / PROBE_OUT
         try:
-            record = read_record(out, self.max_bytes)
+            record = read_record(out, self.max_bytes, self.max_expanded, self.max_entries)
+        except OverBudget as e:  # every check fails, saying why; the submission's status too
+            over = OVER_BUDGET['reason'] = str(e)
         except Exception as e:  # a damaged or forged record: every check fails
             self.log.warning('probe record %s unreadable: %s', out, e)
         verdicts = checks.verdicts(inputs, record)
         for cell in nb.cells:
             reason = verdicts.get(cell.metadata.get('nbgrader', {}).get('grade_id')) if role(cell) == 'test' else None
+            reason = reason and (over or reason)
             if reason and not any(o.get('output_type') == 'error' for o in cell.outputs):
                 cell.outputs.append(nbformat.v4.new_output(
                     'error', ename='GraderCheckFailed', traceback=[f'GraderCheckFailed: {reason}'],
@@ -131,21 +204,67 @@ class JudgeProbe(NbGraderPreprocessor):
         return nb, resources
 
 
+# What of the last submission graded in this process was over the grader's budget (JudgeProbe's record, RecordedExecute's
+# outputs), or None: course.grading clears it before each submission and records it with the result.
+OVER_BUDGET = {'reason': None}
+
+
 # Why the last notebook executed in this process stopped: the name of the exception that stopped it (DeadKernelError,
 # CellTimeoutError...), or None. course.grading clears it before each submission and records it with the result.
 STOPPED = {'error': None}
 
 
+def output_size(content):
+    """About how many bytes an output message's content holds: its strings' lengths (iteratively: JSON data may nest)."""
+    size, todo = 0, [content]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, str):
+            size += len(value)
+        elif isinstance(value, dict):
+            todo += [*value.keys(), *value.values()]
+        elif isinstance(value, list):
+            todo += value
+        else:
+            size += 8
+    return size
+
+
 class RecordedExecute(Execute):
-    """nbgrader's Execute, which also records in STOPPED the exception that stopped a notebook (nbgrader only logs it)."""
+    """nbgrader's Execute, which also records in STOPPED the exception that stopped a notebook (nbgrader only logs it),
+    and holds what the notebook's outputs may cost the grader while it runs: past max_output_bytes, outputs are dropped
+    as they arrive (a note says so, and OVER_BUDGET), but for each cell's first error, capped, which grading needs."""
+
+    max_output_bytes = Integer(32 << 20, help='bytes of output (text, images, errors) a notebook may send the grader in '
+                                              'all while it runs; later outputs are dropped').tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         STOPPED['error'] = None
+        self.output_bytes = 0
         try:
             return super().preprocess(nb, resources, km)
         except Exception as e:
             STOPPED['error'] = type(e).__name__
             raise
+
+    def output(self, outs, msg, display_id, cell_index):
+        self.output_bytes += output_size(msg['content'])
+        if self.output_bytes <= self.max_output_bytes:
+            return super().output(outs, msg, display_id, cell_index)
+        if OVER_BUDGET['reason'] is None:
+            OVER_BUDGET['reason'] = (f'its outputs passed the {self.max_output_bytes >> 20} MiB the grader reads: '
+                                     'the rest were dropped')
+        if msg['msg_type'] == 'error' and not any(o.get('output_type') == 'error' for o in outs):
+            content = msg['content']
+            outs.append(nbformat.v4.new_output('error', ename=capped(str(content.get('ename', '')), 1, 200),
+                                               evalue=capped(str(content.get('evalue', '')), 20, 2000),
+                                               traceback=[capped(str(t), 50, 5000) for t in content.get('traceback', [])[-20:]]))
+        elif not any(DROPPED in o.get('text', '') for o in outs if o.get('output_type') == 'stream'):
+            outs.append(nbformat.v4.new_output('stream', name='stdout', text=f'{DROPPED} ({OVER_BUDGET["reason"]})\n'))
+        return None
+
+
+DROPPED = '... outputs dropped by the grader'
 
 
 class RememberingValidator(MetadataValidator):

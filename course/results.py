@@ -12,6 +12,9 @@ A record holds:
   graded             whether nbgrader wrote the autograded notebooks
   cells              {grade_id or cell id: exception name} of cells that stopped with CellTimeoutError or DeadKernelError
   blank              whether every solution and answer cell is as released
+  over_budget        why what the grader reads of the submission was too large to read whole (the notebook file, the
+                     probe's record, the outputs: course.cells, course.preprocessors), or None
+  memory             {'worker_peak_rss': bytes}: the most the grading worker held while it graded this submission
   removed            the active content (scripts, event handlers...) course.active_content took out of its outputs and
                      markdown before anything renders them, as the autograded notebooks record it
   status, detail     decided by status() from the rest: see STATUSES
@@ -28,6 +31,8 @@ STATUSES = {
     'blank': 'autograded, and no solution or answer cell was touched',
     'unreadable': 'the notebook file is not a notebook (detail: why)',
     'needs attention': 'a human must decide first, e.g. which of several notebooks to grade (detail: what)',
+    'over budget': 'graded without what was too large to read (detail: what): the checks that needed it fail; a notebook '
+                   'over the budget is not graded',
     'timeout': 'a cell, or the whole submission, ran past its time limit (detail: where)',
     'kernel died': 'the student code killed its kernel (detail: in which cell)',
     'not graded': 'nbgrader failed for another reason (detail: the exception; the log is .build/logs/<step>/<student>.log)',
@@ -38,7 +43,8 @@ STOPPING = ('CellTimeoutError', 'DeadKernelError')
 
 def new(step, student, kernel):
     return {'step': step, 'student': student, 'kernel': kernel, 'repairs': [], 'attention': [], 'unreadable': None,
-            'autograde': None, 'stopped': None, 'seconds': {}, 'graded': False, 'cells': {}, 'blank': False, 'removed': [],
+            'autograde': None, 'stopped': None, 'seconds': {}, 'over_budget': None, 'memory': {}, 'graded': False,
+            'cells': {}, 'blank': False, 'removed': [],
             'status': None, 'detail': ''}
 
 
@@ -74,6 +80,8 @@ def status(record):
         return 'needs attention', record['attention'][0]
     if record['unreadable']:
         return 'unreadable', record['unreadable']
+    if record.get('over_budget'):
+        return 'over budget', record['over_budget']
     if record['stopped'] == 'timeout':
         return 'timeout', f'autograde took over {record["seconds"].get("limit", "?")} s and was stopped'
     if record['stopped'] == 'died':

@@ -26,8 +26,13 @@ from course.layout import ROOT
 NAME = 'course-sandbox'  # the kernelspec name
 MARK = f'{NAME}.txt'  # in the folder kernel_config() makes
 PR_SET_CHILD_SUBREAPER = 36  # prctl option, linux/prctl.h
-UNAVAILABLE = ('warning: grading WITHOUT a sandbox: student code can read and write the whole course; '
-               'install bubblewrap (apt-get install bubblewrap) to sandbox the grading kernel')
+# make grade fails closed: without a working sandbox it grades nothing, and says this (one line).
+UNAVAILABLE = ('error: no working sandbox here (bubblewrap missing, or it cannot create namespaces), so no student code '
+               'was run: install it (apt-get install bubblewrap, or make system as root), or pass --no-sandbox to grade '
+               'trusted code unsandboxed')
+DEMO_UNSANDBOXED = ('note: no working sandbox here (apt-get install bubblewrap, or make system as root): the demo class, '
+                    'generated from source/, is our own code and is graded WITHOUT a sandbox; make grade refuses a real '
+                    'class so')
 
 
 def available():

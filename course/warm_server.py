@@ -79,8 +79,12 @@ def serve(config):
     while True:
         for key, _ in sel.select():
             try:
-                if key.data is None:
-                    start_kernel(cfg, listener, sel)
+                if key.data is None:  # a launcher connects: its request is read once it has arrived (no timer)
+                    conn, _ = listener.accept()
+                    sel.register(conn, selectors.EVENT_READ, ('request', conn))
+                elif key.data[0] == 'request':
+                    sel.unregister(key.data[1])
+                    start_kernel(cfg, listener, sel, key.data[1])
                 elif key.data[0] == 'launcher':  # 'stop', or the launcher is gone: stop the kernel (K0 takes K1 down)
                     _, pid, conn, _ = key.data
                     with contextlib.suppress(KeyError, ValueError):  # its exit, in the same batch, came first
@@ -101,14 +105,11 @@ def serve(config):
                 print(f'warm: {e!r}', file=sys.stderr, flush=True)
 
 
-def start_kernel(cfg, listener, sel):
-    """Accept a launcher's request, check it, and fork its kernel (K0), watched through a pidfd."""
-    conn, _ = listener.accept()
+def start_kernel(cfg, listener, sel, conn):
+    """Read a launcher's request, which has arrived on conn, check it, and fork its kernel (K0), watched through a pidfd."""
     fds = []
     try:
-        conn.settimeout(10)  # a launcher sends its request at once: one that does not must not hold up the others
         msg, fds, _, _ = socket.recv_fds(conn, 1 << 16, 4)  # stdout, stderr, and the kernel's cgroup.procs files (0 to 2)
-        conn.settimeout(None)
         req = json.loads(msg)
         covers = [Path(c) for c in cfg['cover']]
         uid = req.get('uid')

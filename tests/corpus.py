@@ -10,6 +10,7 @@ grader and its sandbox (time limits, memory, processes), whose outcome does not 
 """
 
 import copy
+import functools
 import json
 from typing import Callable, NamedTuple
 
@@ -233,6 +234,108 @@ time.sleep(1000)
 
 
 
+def zip_of(entries):
+    """A zip file, written by hand: {name: (raw deflate stream, crc32, declared size)}: what it declares is whatever the
+    caller says, as a forger's would be."""
+    import struct
+
+    body, directory = b'', b''
+    for name, (data, crc, size) in entries.items():
+        fields = struct.pack('<HHHHHIII', 20, 0, 8, 0, 0x21, crc, len(data), size)  # version, flags, deflate, dos time
+        directory += b'PK\x01\x02' + struct.pack('<H', 20) + fields + struct.pack('<HHHHHII', len(name), 0, 0, 0, 0, 0, len(body))
+        directory += name.encode()
+        body += b'PK\x03\x04' + fields + struct.pack('<HH', len(name), 0) + name.encode() + data
+    end = struct.pack('<HHHHIIH', 0, 0, len(entries), len(entries), len(directory), len(body), 0)
+    return body + directory + b'PK\x05\x06' + end
+
+
+@functools.lru_cache(maxsize=None)
+def record_bomb(entries=8, mib=256):
+    """A probe record of a few MB that declares entries arrays of mib MiB of float64 zeros each, every byte of them
+    really there once decompressed (its CRCs hold): deflate blocks of 1 MiB of zeros, each flushed so that it can be
+    repeated."""
+    import io
+    import zlib
+
+    import numpy as np
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {'descr': '<f8', 'fortran_order': False, 'shape': (((mib << 20) - 128) // 8,)})
+    header = header.getvalue()
+    assert len(header) == 128
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = deflate.compress(header + bytes((1 << 20) - 128)) + deflate.flush(zlib.Z_FULL_FLUSH)
+    block = deflate.compress(bytes(1 << 20)) + deflate.flush(zlib.Z_FULL_FLUSH)
+    data = first + block * (mib - 1) + deflate.flush()
+    crc = zlib.crc32(header + bytes((1 << 20) - 128))
+    for _ in range(mib - 1):
+        crc = zlib.crc32(bytes(1 << 20), crc)
+    return zip_of({f'head.out{i}.npy': (data, crc, mib << 20) for i in range(entries)})
+
+
+def many_entries(n=20_000):
+    """A probe record of n tiny arrays (a few MB): each entry is cheap, their count is not."""
+    import io
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.savez(buf, **{f'head.k{i}': np.zeros(1, np.uint8) for i in range(n)})
+    return buf.getvalue()
+
+
+# The student's code puts its own file in place of the probe's record: the probe's np.savez is made a no-op first.
+PLANT_RECORD = """
+import numpy as np, shutil
+np.savez = np.savez_compressed = lambda *a, **k: None
+shutil.copy('planted.bin', '_probe_out.npz')
+"""
+
+
+def plants(record):
+    """The perfect submission, and a file its code puts in place of the probe's record (record(): its bytes)."""
+    def make(name, release, perfect, fake):
+        return {**with_code(PLANT_RECORD)(name, release, perfect, fake), 'planted.bin': record()}
+    return make
+
+
+def deep_nested(depth=100_000):
+    """The perfect notebook with depth nested objects in its first cell's metadata: JSON, but not one a parser recurses
+    through."""
+    def make(name, release, perfect, fake):
+        text = nbformat.writes(perfect)
+        at = text.index('"metadata": {') + len('"metadata": {')
+        return {name: (text[:at] + '"deep": ' + '{"a": ' * depth + '1' + '}' * depth + ', ' + text[at:]).encode()}
+    return make
+
+
+def outputs_of(mib=50):
+    """The perfect notebook saved with mib MiB of outputs in its first code cell (a student who printed a lot and saved)."""
+    def make(name, release, perfect, fake):
+        nb = copy.deepcopy(perfect)
+        cell = next(c for c in nb.cells if c.cell_type == 'code')
+        line = 'x' * 99 + '\n'
+        cell.outputs = [nbformat.v4.new_output('stream', name='stdout', text=line * 10_486) for _ in range(mib)]
+        return {name: nb}
+    return make
+
+
+BUDGET = [
+    # Issue 25: what the grader reads that a student's code wrote, or the student submitted, costs what its budget allows.
+    # A record that declares 2 GiB in 2 MB, and one of 20,000 entries: refused before anything is decompressed, so the
+    # checks fail (every test cell of the first step has one: no points) and the status says why
+    Case('hostile_record_bomb', plants(record_bomb), 'over budget (the probe record declares', 0, every_step=False),
+    Case('hostile_record_many_entries', plants(many_entries), 'over budget (the probe record declares', 0, every_step=False),
+    # JSON nested 100,000 deep: unreadable at once (Python's parser stops at its recursion limit)
+    Case('broken_deep_nested_notebook', deep_nested(), 'unreadable (nested too deep)', 0, every_step=False),
+    # saved with 50 MiB of outputs (under the 64 MiB budget): read, its outputs cleared, graded as usual
+    Case('broken_50MB_of_saved_outputs', outputs_of(50), 'graded', 'full', every_step=False),
+    # prints 48 MiB while graded: past 32 MiB the outputs are dropped as they arrive; the checks are untouched
+    Case('broken_48MB_of_outputs_printed', with_code("for _ in range(48):\n    print('x' * (1 << 20))"),
+         'over budget (its outputs passed', 'full', every_step=False),
+]
+
+
 def hostile(port):
     """The hostile cases; the network attempt aims at port, where a real listener waits."""
     return [
@@ -247,7 +350,7 @@ def hostile(port):
 
 def cases(port=9):
     """Every case (the hostile network attempt aimed at port)."""
-    return DAMAGED + BROKEN + hostile(port)
+    return DAMAGED + BROKEN + BUDGET + hostile(port)
 
 
 def expected_status(case, release):

@@ -130,6 +130,41 @@ def test_the_sandbox_is_on_or_a_warning_says_it_is_off(graded):
     assert graded.sandboxed != ('WITHOUT a sandbox' in graded.out), graded.out[-2000:]
 
 
+def test_what_student_work_costs_the_grader_is_bounded(graded):
+    """Issue 25: the submissions built to cost the grader memory (tests/corpus.py's BUDGET: a record bomb, 20,000 entries,
+    a deep-nested notebook, 50 MiB of saved outputs, 48 MiB printed) each cost its grading worker at most 512 MiB more
+    than the most any demo student of the step cost (measured: VmHWM, reset before each submission). Unbounded, the
+    record bomb alone took 2 GiB more."""
+    from corpus import BUDGET
+    from course.results import load
+
+    step = steps()[0]
+    peak = {s: (load(step, s, graded.course) or {}).get('memory', {}).get('worker_peak_rss')
+            for (st, s) in graded.rows if st == step}
+    demo = [v for s, v in peak.items() if v and not s.startswith(('broken_', 'hostile_', 'damaged_'))]
+    assert demo, peak
+    costly = {c.student: round((peak[c.student] - max(demo)) / 2**20) for c in BUDGET if peak.get(c.student)}
+    assert len(costly) == len(BUDGET), peak
+    assert max(costly.values()) < 512, f'MiB above the demo class: {costly}'
+
+
+def test_progress_is_shown_in_sparse_plain_lines_with_the_statuses_of_the_grade_table(graded):
+    """Not on a terminal (the test captures it), make grade's progress is plain lines, about one per tenth of the class;
+    the last says every submission is done, with as many of each status as the grade table shows."""
+    from collections import Counter
+
+    lines = [line for line in graded.out.splitlines() if line.startswith('grading ') and ' so far: ' in line]
+    statuses = Counter(r['status'].split(' (')[0] for r in graded.rows.values() if r['status'] != 'not submitted')
+    n = sum(statuses.values())
+    assert lines and lines[-1].startswith(f'grading {n}/{n} (100%), '), graded.out[-3000:]
+    elapsed = 0
+    for part in lines[-1].split(' so far: ')[0].rsplit(' ', 1)[1].split(':'):  # [H:]MM:SS
+        elapsed = 60 * elapsed + int(part)
+    assert 10 <= len(lines) <= 11 + elapsed // 30, lines  # one per tenth of the class, and one more per 30 s at most
+    shown = Counter({status: int(k) for k, status in (s.split(' ', 1) for s in lines[-1].split(' so far: ')[1].split(', '))})
+    assert shown == statuses, (lines[-1], statuses)
+
+
 def test_the_class_was_graded_with_warm_kernels_where_they_can_run(graded):
     """The fast path is what graded the corpus above wherever it can run (in the sandbox, as root or as a user with user
     namespaces: course.warm.available()), and every results record says so."""

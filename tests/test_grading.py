@@ -3,7 +3,9 @@ step's bank, the late penalty as nbgrader's own export applies it, and our grade
 
 import csv
 import shutil
+from pathlib import Path
 
+import nbformat
 import pytest
 
 from course import runner
@@ -148,6 +150,72 @@ def test_grades_are_those_of_plain_serial_nbgrader_autograde(graded, plain):
     assert len(plain) >= 2 * len(STEPS), f'plain nbgrader graded only {sorted(plain)}'
     assert not differ, f'(step, student), cell, ours, plain nbgrader: {differ}'
     assert any(cells and any(s == 0 for s in cells.values()) for cells in plain.values()), 'the sample holds a lost point'
+
+
+def test_without_a_sandbox_make_grade_refuses_before_any_student_code_runs(tmp_path):
+    """Issue 25: on a machine without bubblewrap (here, a PATH without bwrap), grading a real class stops at once, with
+    one line saying how to get a sandbox, and nothing of the class ran: the submission's code, which would leave a file
+    in the course root, did not; no kernel, no worker, no results, no gradebook."""
+    import subprocess
+    import sys
+
+    from course.cells import read
+    from course.layout import ROOT, copy_course
+
+    course = copy_course(tmp_path / 'course')
+    step, name = STEPS[0], notebooks(STEPS[0])[0]
+    nb = read(ROOT / 'release' / step / name)
+    nb.cells.insert(0, nbformat.v4.new_code_cell("open('../../../student-code-ran.txt', 'w').write('ran')"))
+    (course / 'submitted' / 'alice' / step).mkdir(parents=True)
+    nbformat.write(nb, course / 'submitted' / 'alice' / step / name)
+    env = {**runner.env(course), 'PATH': str(Path(sys.executable).parent)}  # this venv's commands, and no bwrap
+    done = subprocess.run([sys.executable, '-m', 'course.grade'], cwd=course, env=env, capture_output=True, text=True)
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode != 0 and len(errors) == 1, f'exit {done.returncode}; stderr:\n{done.stderr}{done.stdout}'
+    assert 'apt-get install bubblewrap' in errors[0] and 'make system' in errors[0] and '--no-sandbox' in errors[0], errors
+    left = sorted(p.name for p in course.iterdir())
+    assert left == ['course', 'course.toml', 'input.txt', 'nbgrader_config.py', 'release', 'source', 'submitted'], (
+        f'the refused run left {left}: something of the class ran')
+
+
+def test_a_notebook_over_the_budget_is_never_read_nor_graded_and_says_why(tmp_path):
+    """Issue 25: a submitted notebook larger than course.cells.NOTEBOOK_BUDGET (here a sparse file: its size, no disk) is
+    not read (neither repaired nor sent to a worker) and gets the status 'over budget', naming the file and the budget;
+    the student beside it is prepared as usual."""
+    from course import grading, results
+    from course.cells import NOTEBOOK_BUDGET, read
+    from course.layout import ROOT, copy_course
+
+    course = copy_course(tmp_path / 'course')
+    step, name = STEPS[0], notebooks(STEPS[0])[0]
+    for student in ('alice', 'bob'):
+        (course / 'submitted' / student / step).mkdir(parents=True)
+    nbformat.write(read(ROOT / 'release' / step / name), course / 'submitted' / 'alice' / step / name)
+    with open(course / 'submitted' / 'bob' / step / name, 'wb') as f:
+        f.truncate(NOTEBOOK_BUDGET + 1)
+    jobs = grading.prepare([step], 'warm', course)
+    bob = results.load(step, 'bob', course)
+    assert jobs == [(step, 'alice')], jobs
+    over = f'{name} is {NOTEBOOK_BUDGET + 1:,} bytes, over the {NOTEBOOK_BUDGET:,} the grader reads'
+    assert (bob['status'], bob['detail']) == ('over budget', over), bob
+    assert not (course / 'repairs' / 'bob').exists() and not (course / 'submitted' / 'bob' / step / '.original').exists()
+
+
+def test_a_grading_worker_cannot_grow_past_its_memory_limit():
+    """Issue 25: course.grading.limit_memory() (what each grading worker calls first) makes an allocation past
+    WORKER_MEMORY fail with MemoryError in that process, instead of the machine running out; without it, the same one
+    succeeds (numpy.empty: asked for, never touched)."""
+    import subprocess
+    import sys
+
+    from course.grading import WORKER_MEMORY
+
+    grow = f'import numpy; numpy.empty({WORKER_MEMORY + (1 << 30)}, numpy.uint8); print("grew")'
+    limited = subprocess.run([sys.executable, '-c', f'from course import grading; grading.limit_memory(); {grow}'],
+                             capture_output=True, text=True, env=runner.env())
+    unlimited = subprocess.run([sys.executable, '-c', grow], capture_output=True, text=True, env=runner.env())
+    assert limited.returncode and 'MemoryError' in limited.stderr and 'grew' not in limited.stdout, limited.stderr
+    assert unlimited.stdout == 'grew\n', unlimited.stderr
 
 
 # The damaged, broken and hostile corpus's tests (tests/submissions.py) share this module's graded class: collected here,

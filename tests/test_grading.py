@@ -138,6 +138,8 @@ def test_grades_are_those_of_plain_serial_nbgrader_autograde(graded, plain):
     assert any(cells and any(s == 0 for s in cells.values()) for cells in plain.values()), 'the sample holds a lost point'
 
 
-# The damaged, broken and hostile corpus's tests (tests/submissions.py) share this module's graded class: collected here,
-# they run on the same pytest-xdist worker (--dist loadfile), which grades the class once.
+# The damaged, broken and hostile corpus's tests (tests/submissions.py) and the class report's (tests/classreport_demo.py)
+# share this module's graded class: collected here, they run on the same pytest-xdist worker (--dist loadfile), which
+# grades the class once.
+from classreport_demo import *  # noqa: E402, F401, F403
 from submissions import *  # noqa: E402, F401, F403

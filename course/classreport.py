@@ -27,7 +27,7 @@ from itertools import combinations
 from pathlib import Path
 
 from course import results
-from course.cells import MARKER, STUB_MESSAGE, read, role
+from course.cells import MARKER, STUB_ERROR, STUB_MESSAGE, read, role
 from course.layout import ROOT, autograded_points, notebooks
 
 OUT = Path('reports') / 'index.html'
@@ -120,7 +120,7 @@ def failure_groups(gid, failed, n):
     stub, groups = [], {}
     for s in failed:
         message = (s['record'].get('failures') or {}).get(gid) or NO_MESSAGE
-        if message == STUB_FAILURE:
+        if message == STUB_FAILURE or STUB_ERROR in message:  # the stub raised, in the kernel or in a grader's check
             stub.append(s['student_id'])
             continue
         g = groups.setdefault(normalise(message), {'examples': {}, 'students': []})

@@ -108,8 +108,9 @@ def make_class(root):
         for student, (body, small, symmetric, failures, fields) in CLASS.items():
             gb.update_or_create_student(student, first_name=HOSTILE, last_name=HOSTILE, email=HOSTILE)
             gb.add_submission(STEP, student)
-            for gid, score in (('add_small_cases', small), ('add_is_symmetric', symmetric)):
-                gb.find_grade(gid, NB, STEP, student).auto_score = score
+            for gid, score in (('add_small_cases', small), ('add_is_symmetric', symmetric)):  # as autograde sets them
+                grade = gb.find_grade(gid, NB, STEP, student)
+                grade.auto_score, grade.needs_manual_grade = score, False
             gb.find_grade('why', NB, STEP, student).needs_manual_grade = body is not None
             gb.db.commit()
             record = results.new(STEP, student, 'warm')
@@ -188,6 +189,7 @@ def test_failure_messages_are_grouped_with_their_share_of_the_class(course, repo
     assert '20% of the class (2 of 10)' in seen['text'], 'subtracts and subtracts_too, whose numbers differ, are one group'
     assert 'AssertionError: add(…, …): expected …, got …; check the operator' in seen['text']
     assert '1 left the function\'s stub (NotImplementedError): stub_left' in seen['text']
+    assert '11 written answers awaiting a grader' in seen['text'], 'the answer cell of each submission but the blank one'
 
 
 def test_hostile_text_in_every_field_shows_as_text_and_never_runs_in_chromium(report):

@@ -224,15 +224,16 @@ def code_cells(path, roles):
             if c.cell_type == 'code' and ('any' in roles or role(c) in roles)]
 
 
-def solution_code(step, student, root=ROOT):
-    """The student's solution cells of a step, as graded (autograded/), cut to MAX_CODE_CHARS; None if unreadable."""
+def solution_code(step, student, root=ROOT, given=frozenset()):
+    """The student's solution cells of a step, as graded (autograded/), but those left as given (a source in given: the
+    stub, the reference solution), cut to MAX_CODE_CHARS; None if unreadable."""
     parts = []
     for name in notebooks(step, root):
         path = Path(root) / 'autograded' / student / step / name
         if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_NOTEBOOK_BYTES:
             return None
         try:
-            parts += code_cells(path, ('solution',))
+            parts += [code for code in code_cells(path, ('solution',)) if code.strip() not in given]
         except Exception:  # a notebook nbgrader wrote but nbformat cannot read: nothing to compare
             return None
     return '\n\n'.join(parts)[:MAX_CODE_CHARS]
@@ -264,10 +265,17 @@ def similar_pairs(step, students, root=ROOT, threshold=SIMILARITY):
     k = defaults.NOISE_THRESHOLD
     window = defaults.GUARANTEE_THRESHOLD - defaults.NOISE_THRESHOLD + 1
     common = CodeFingerprint('boilerplate.py', k, 1, language='python', fp=io.StringIO(boilerplate(step, root))).hashes
-    prints = {}
+    # A solution cell left as released, or written as the reference, is all boilerplate: not tokenised (pygments is most
+    # of the cost, about 0.1 s for a step's cells), nor shown.
+    given = {code.strip() for folder in ('release', 'source') for name in notebooks(step, root)
+             if (Path(root) / folder / step / name).is_file()
+             for code in code_cells(Path(root) / folder / step / name, ('solution',))}
+    prints, seen = {}, {}
     for student in students:
-        code = solution_code(step, student, root)
-        if code:
+        code = solution_code(step, student, root, given)
+        if code and code in seen:  # the same code (copied whole, or left as given but for a cell): fingerprinted once
+            prints[student] = seen[code]
+        elif code:
             fp = CodeFingerprint('solution.py', k, window, language='python', fp=io.StringIO(code))
             # The boilerplate taken out here, not by CodeFingerprint(boilerplate=...): copydetect 0.5.0 gives numpy's
             # intersect1d its hashes with assume_unique=True although they repeat (a line written twice), which drops
@@ -275,7 +283,7 @@ def similar_pairs(step, students, root=ROOT, threshold=SIMILARITY):
             fp.hash_idx = {h: idx for h, idx in fp.hash_idx.items() if h not in common}
             fp.hashes = set(fp.hash_idx)
             fp.token_coverage = get_token_coverage(fp.hash_idx, k, len(fp.filtered_code))
-            prints[student] = fp
+            prints[student] = seen[code] = fp
     pairs = []
     for a, b in combinations(sorted(prints), 2):
         overlap, (sa, sb), (slices_a, slices_b) = compare_files(prints[a], prints[b])
@@ -453,7 +461,7 @@ the other's, and at least {{ min_overlap }} characters of tokenised code shared.
 {% endfor %}</div></details></td></tr>
 {% endfor %}</table>
 {% if s.pairs_more %}<p class="note">and {{ s.pairs_more }} more pairs above the threshold.</p>{% endif %}
-{% else %}<p>No pair among {{ s.compared }} solutions.</p>{% endif %}
+{% else %}<p>No pair among the {{ s.compared }} solutions that differ from the release and the reference.</p>{% endif %}
 {% endfor %}
 </section>
 </body>

@@ -286,6 +286,8 @@ def similar_pairs(step, students, root=ROOT, threshold=SIMILARITY):
             prints[student] = seen[code] = fp
     pairs = []
     for a, b in combinations(sorted(prints), 2):
+        if prints[a].hashes.isdisjoint(prints[b].hashes):  # most pairs of a class: a set look-up, not a comparison
+            continue
         overlap, (sa, sb), (slices_a, slices_b) = compare_files(prints[a], prints[b])
         if overlap >= MIN_OVERLAP and max(sa, sb) >= threshold:
             pairs.append({'students': (a, b), 'similarity': (float(sa), float(sb)), 'overlap': int(overlap),

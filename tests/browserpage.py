@@ -31,8 +31,9 @@ def chromium():
     return CHROMIUM
 
 
-def open_page(path, shot):
-    """Open the file at path, screenshot the whole page to shot; return {'console', 'dialogs', 'requests', **DOM_FACTS}."""
+def open_page(path, shot, full_page=True):
+    """Open the file at path, screenshot it to shot (the whole page, or its first 1600 pixels: a long page takes Chromium
+    minutes on a busy machine); return {'console', 'dialogs', 'requests', **DOM_FACTS}."""
     from playwright.sync_api import sync_playwright
 
     seen = {'console': [], 'dialogs': [], 'requests': []}
@@ -40,13 +41,14 @@ def open_page(path, shot):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={'width': 1200, 'height': 900})
+            page = browser.new_page(viewport={'width': 1200, 'height': 900 if full_page else 1600})
+            page.set_default_timeout(300_000)  # a loaded machine is slow, not wrong
             page.on('console', lambda m: seen['console'].append(f'{m.type}: {m.text}'))
             page.on('dialog', lambda d: (seen['dialogs'].append(d.message), d.dismiss()))
             page.on('request', lambda r: seen['requests'].append(r.url[:80]))
             page.goto(Path(path).resolve().as_uri(), wait_until='load')
             seen.update(page.evaluate(DOM_FACTS))
-            page.screenshot(path=shot, full_page=True)
+            page.screenshot(path=shot, full_page=full_page)
         finally:
             browser.close()
     seen['requests'] = [u for u in seen['requests'] if u != Path(path).resolve().as_uri()[:80]]

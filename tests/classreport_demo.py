@@ -74,8 +74,8 @@ def test_class_report_lists_every_step_and_graded_cell(graded):
 def test_class_report_opens_in_chromium_with_its_figures_and_runs_nothing(graded):
     """Opened from disk in Chromium: no console message (a refusal by the Content-Security-Policy would log one), no
     dialog, no request, no script; three figures per step, each a PNG inlined as data: with alt text, decoded, and not
-    one colour; the screenshot is saved to test-artifacts/classreport/."""
-    seen = open_page(graded.course / 'reports' / 'index.html', SHOT)
+    one colour; a screenshot of its top is saved to test-artifacts/classreport/."""
+    seen = open_page(graded.course / 'reports' / 'index.html', SHOT, full_page=False)
     assert not seen['console'] and not seen['dialogs'] and not seen['requests'], seen
     assert seen['scripts'] == 0 and not seen['handlers'] and seen['pwned'] is None, seen
     assert len(seen['images']) == 3 * len(STEPS), seen['images']
@@ -87,5 +87,5 @@ def test_class_report_opens_in_chromium_with_its_figures_and_runs_nothing(graded
         image = image.convert('RGB')
         assert len(image.getcolors(image.width * image.height)) > 3, 'a figure of one colour or nearly'
     shot = Image.open(SHOT).convert('RGB')
-    assert shot.height > 2000, f'the screenshot is {shot.size}: the page did not render in full'
+    assert max(shot.getcolors(shot.width * shot.height))[0] < 0.9 * shot.width * shot.height, 'the screenshot is blank'
     assert all(step in seen['text'] for step in STEPS), seen['text'][:1000]

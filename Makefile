@@ -29,7 +29,7 @@ build: $(VENV)/.installed  ## regenerate release/ and notebooks/ from source/
 check: $(VENV)/.installed  ## fail if release/ or notebooks/ is stale
 	$(BIN)/python -m course.build --check
 
-grade: data  ## autograde everything in submitted/, write feedback/, results/ and grades*.csv, print the grade table
+grade: data  ## autograde everything in submitted/, write feedback/, results/, grades*.csv and reports/index.html, print the grade table
 	$(BIN)/python -m course.grade
 
 mutants: data  ## grade the demo class and print each step's kill matrix: which test cells each known mistake loses points in
@@ -64,4 +64,4 @@ $(VENV)/.installed: requirements.txt
 	touch $@
 
 clean:  ## remove everything generated that is not committed (keeps input.txt and .venv)
-	rm -rf .build autograded/*/ feedback submitted repairs results gradebook.db grades*.csv test-artifacts
+	rm -rf .build autograded/*/ feedback submitted repairs results gradebook.db grades*.csv reports test-artifacts

@@ -1,4 +1,5 @@
-"""Autograde every submission in submitted/ with nbgrader, write feedback/, results/ and grades.csv, print the grade table.
+"""Autograde every submission in submitted/ with nbgrader, write feedback/, results/ and grades.csv, print the grade table,
+and write the class report (reports/index.html, course.classreport).
 
   python -m course.grade                       grade the class in submitted/<student>/<step>/   (make grade)
   python -m course.grade --demo                first put the demo class (course.demo) in submitted/   (make demo)
@@ -16,7 +17,7 @@ from types import SimpleNamespace
 
 from traitlets.config import Config
 
-from course import demo, grading, runner, sandbox
+from course import classreport, demo, grading, runner, sandbox
 from course.killmatrix import kill_matrix, missing
 from course.layout import ROOT, autograded_points, steps
 from course.report import step_block, total_block
@@ -89,6 +90,7 @@ def main(argv=None):
     print('\n'.join(total_block(table)))
     print('\nwrote grades.csv (a row per student and step), grades-cells.csv, grades-total.csv, results/<step>/<student>.json, '
           + ('' if args.no_feedback else 'feedback/<student>/<step>/, ') + 'and .build/logs/<step>/<student>.log')
+    print(f'wrote the class report, {classreport.write().relative_to(ROOT)} (python -m course.report rebuilds it)')
 
 
 if __name__ == '__main__':

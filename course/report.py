@@ -1,5 +1,10 @@
 """The grade table printed after grading: one block per step (a row per student: status, each test cell's points, the
-autograded total), then the course total per student."""
+autograded total), then the course total per student. As a command, it rebuilds the class report (course.classreport):
+
+  python -m course.report      rebuild reports/index.html from the gradebook and results/ (after manual grading, say)
+"""
+
+import argparse
 
 from course.export import totals
 
@@ -33,3 +38,19 @@ def total_block(table):
         lines.append(f"{t['student_id']:<{width}}  " + '  '.join(f'{t[s]:>8g}' for s in stepnames)
                      + f"  {t['total']:>4g}/{t['total_max']:g}")
     return lines
+
+
+def main(argv=None):
+    from course import classreport
+
+    ap = argparse.ArgumentParser(prog='python -m course.report', description=classreport.__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--out', help=f'where to write the page (default: {classreport.OUT})')
+    ap.add_argument('--similarity', type=float, default=classreport.SIMILARITY,
+                    help='list a pair when this share of one student\'s own code is in the other\'s (default %(default)s)')
+    args = ap.parse_args(argv)
+    print(f'wrote {classreport.write(out=args.out, threshold=args.similarity)}')
+
+
+if __name__ == '__main__':
+    main()

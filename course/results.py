@@ -11,6 +11,8 @@ A record holds:
   seconds            {'autograde': s, 'feedback': s, 'limit': the worker's time limit}
   graded             whether nbgrader wrote the autograded notebooks
   cells              {grade_id or cell id: exception name} of cells that stopped with CellTimeoutError or DeadKernelError
+  failures           {grade_id: 'ExceptionName: message'} of each test cell that failed, its error as the autograded
+                     notebook shows it (cut to MESSAGE_CHARS): what the class report (course.classreport) groups
   blank              whether every solution and answer cell is as released
   over_budget        why what the grader reads of the submission was too large to read whole (the notebook file, the
                      probe's record, the outputs: course.cells, course.preprocessors), or None
@@ -39,12 +41,13 @@ STATUSES = {
     'not submitted': 'the student is in the gradebook but has no submission of this step',
 }
 STOPPING = ('CellTimeoutError', 'DeadKernelError')
+MESSAGE_CHARS = 2000  # of a failed test cell's error, kept in the record
 
 
 def new(step, student, kernel):
     return {'step': step, 'student': student, 'kernel': kernel, 'repairs': [], 'attention': [], 'unreadable': None,
             'autograde': None, 'stopped': None, 'seconds': {}, 'over_budget': None, 'memory': {}, 'graded': False,
-            'cells': {}, 'blank': False, 'removed': [],
+            'cells': {}, 'failures': {}, 'blank': False, 'removed': [],
             'status': None, 'detail': ''}
 
 
@@ -111,8 +114,8 @@ def label(record):
 
 def facts(step, student, root=ROOT):
     """What the autograded notebooks say, for a record: whether they exist, the cells that stopped execution, whether the
-    submission is blank. Read from the notebooks' outputs and cells, not from any log."""
-    graded, cells, blank, removed = True, {}, True, []
+    submission is blank, the message of each failed test cell. Read from the notebooks' outputs and cells, not from any log."""
+    graded, cells, failures, blank, removed = True, {}, {}, True, []
     for name in notebooks(step, root):
         path = Path(root) / 'autograded' / student / step / name
         if not path.exists():
@@ -124,10 +127,12 @@ def facts(step, student, root=ROOT):
             for out in cell.get('outputs', []):
                 if out.get('ename') in STOPPING:
                     cells.setdefault(grade_id(cell) or cell.get('id'), out['ename'])
+                if out.get('output_type') == 'error' and role(cell) == 'test':
+                    failures.setdefault(grade_id(cell), f"{out.get('ename')}: {out.get('evalue')}"[:MESSAGE_CHARS])
         released = {grade_id(c): c.source for c in read(Path(root) / 'release' / step / name).cells
                     if role(c) in ('solution', 'answer')}
         blank &= all(c.source == released.get(grade_id(c)) for c in nb.cells if role(c) in ('solution', 'answer'))
-    return {'graded': graded, 'cells': cells, 'blank': graded and blank, 'removed': removed}
+    return {'graded': graded, 'cells': cells, 'failures': failures, 'blank': graded and blank, 'removed': removed}
 
 
 def finish(step, student, root=ROOT):

@@ -218,6 +218,8 @@ def test_a_grading_worker_cannot_grow_past_its_memory_limit():
     assert unlimited.stdout == 'grew\n', unlimited.stderr
 
 
-# The damaged, broken and hostile corpus's tests (tests/submissions.py) share this module's graded class: collected here,
-# they run on the same pytest-xdist worker (--dist loadfile), which grades the class once.
+# The damaged, broken and hostile corpus's tests (tests/submissions.py) and the class report's (tests/classreport_demo.py)
+# share this module's graded class: collected here, they run on the same pytest-xdist worker (--dist loadfile), which
+# grades the class once.
+from classreport_demo import *  # noqa: E402, F401, F403
 from submissions import *  # noqa: E402, F401, F403

@@ -1,0 +1,55 @@
+"""A local HTML page opened in headless Chromium (Debian's, via Playwright) as a reader would open it, with a record of
+everything it did: console messages (a script's output, a Content-Security-Policy refusal), dialogs, requests, and what
+its DOM holds once loaded; and a full-page screenshot."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = '/usr/bin/chromium'
+# Headless, and quiet: without the background-networking flags Chromium calls home, which this closed network refuses.
+CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
+
+# What the loaded page holds: any script element, any element with an event-handler attribute, every image, a global a
+# hostile script would set, the text a reader sees, and all its text (closed <details> too).
+DOM_FACTS = """() => ({
+  scripts: document.querySelectorAll('script').length,
+  handlers: [...document.querySelectorAll('*')].flatMap(e => [...e.attributes].filter(a => a.name.startsWith('on'))
+                                                               .map(a => e.tagName + ' ' + a.name)),
+  images: [...document.images].map(i => ({src: i.src.slice(0, 22), alt: i.alt, width: i.naturalWidth})),
+  pwned: window.pwned === undefined ? null : String(window.pwned),
+  text: document.body.innerText,
+  all_text: document.body.textContent,
+})"""
+
+
+def chromium():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"needs Debian's chromium at {CHROMIUM}: as root, `make system` (apt-get install chromium)")
+    return CHROMIUM
+
+
+def open_page(path, shot, full_page=True):
+    """Open the file at path, screenshot it to shot (the whole page, or its first 1600 pixels: a long page takes Chromium
+    minutes on a busy machine); return {'console', 'dialogs', 'requests', **DOM_FACTS}."""
+    from playwright.sync_api import sync_playwright
+
+    seen = {'console': [], 'dialogs': [], 'requests': []}
+    Path(shot).parent.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={'width': 1200, 'height': 900 if full_page else 1600})
+            page.set_default_timeout(300_000)  # a loaded machine is slow, not wrong
+            page.on('console', lambda m: seen['console'].append(f'{m.type}: {m.text}'))
+            page.on('dialog', lambda d: (seen['dialogs'].append(d.message), d.dismiss()))
+            page.on('request', lambda r: seen['requests'].append(r.url[:80]))
+            page.goto(Path(path).resolve().as_uri(), wait_until='load')
+            seen.update(page.evaluate(DOM_FACTS))
+            page.screenshot(path=shot, full_page=full_page)
+        finally:
+            browser.close()
+    seen['requests'] = [u for u in seen['requests'] if u != Path(path).resolve().as_uri()[:80]]
+    return seen

@@ -79,7 +79,11 @@ def probe_constants(checks):
     if missing:
         raise ValueError(f'{checks.__file__}: probe() takes {", ".join(missing)}, which checks.py does not define: '
                          'define each keyword-only parameter of probe() as a module-level constant')
-    return json.dumps({n: getattr(checks, n) for n in names})
+    try:
+        return json.dumps({n: getattr(checks, n) for n in names})
+    except TypeError as e:
+        raise ValueError(f'{checks.__file__}: a constant probe() takes is not JSON ({e}): give it as numbers, strings, '
+                         'booleans, None, lists or dicts of them') from None
 
 
 def unbound_names(source):

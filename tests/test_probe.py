@@ -87,6 +87,13 @@ def test_a_probe_using_a_name_of_checks_py_is_refused_in_one_line(tmp_path):
     assert 'instructor/checks.py' in str(e.value) and 'LIMIT' in str(e.value) and '\n' not in str(e.value), e.value
 
 
+def test_a_constant_that_is_not_json_is_refused_in_one_line(tmp_path):
+    checks = checks_file(tmp_path, 'SHAPE = np.zeros(3)\n\n\ndef probe(nb, inp, run, *, SHAPE):\n    pass\n')
+    with pytest.raises(ValueError) as e:
+        probe_constants(checks)
+    assert 'instructor/checks.py' in str(e.value) and 'not JSON' in str(e.value) and '\n' not in str(e.value), e.value
+
+
 def test_the_cell_defines_nothing_in_the_notebook_and_saves_the_record_whatever_happens(tmp_path, monkeypatch):
     checks = checks_file(tmp_path, (
         "def make_inputs():\n    return {'x': np.arange(3.0)}\n\n\n"

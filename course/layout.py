@@ -3,7 +3,7 @@ grader-only material of each step (source/<step>/instructor/), and the folders g
 
 A step is one folder, source/<step>/:
   <notebook>.ipynb          the nbgrader source (solution regions, locked test cells, hidden tests, written answers)
-  instructor/checks.py      optional: PROBE, make_inputs(), verdicts(inputs, record): out-of-process checks
+  instructor/checks.py      optional: make_inputs(), probe(), a @claim per test cell: out-of-process checks
   instructor/bank.py        MUTANTS and ALTERNATIVES (Variant(student, edits, caught_by, notebook)): the kill matrix
   anything else             shipped to students with the notebook (nbgrader copies it into release/<step>/)
 nbgrader_config.py lists `instructor` in CourseDirectory.ignore, so nothing of instructor/ reaches release/ or autograded/.

@@ -3,10 +3,14 @@
 (TestMessagesOnly), nbgrader's Execute that records why a notebook's execution stopped (RecordedExecute), and nbgrader's
 CheckCellMetadata that checks each cell's metadata once per process (CheckCellMetadataOnce)."""
 
+import builtins
 import contextlib
+import inspect
 import json
 import math
 import struct
+import symtable
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -17,11 +21,13 @@ from nbgrader.preprocessors import CheckCellMetadata, Execute, NbGraderPreproces
 from traitlets import Integer
 
 from course import policy
+from course import probe as probe_runtime
 from course.cells import role
+from course.claims import judge
 from course.layout import instructor_module
 from course.sandbox import sanitize
 
-PROBE_IN, PROBE_OUT = '_probe_in.npz', policy.PROBE_RECORD  # next to the notebook being graded
+PROBE_IN, PROBE_OUT = probe_runtime.INPUTS, policy.PROBE_RECORD  # next to the notebook being graded
 
 
 def capped(text, max_lines, max_chars):
@@ -68,19 +74,62 @@ def checks_for(aid):
     return instructor_module(aid, 'checks')
 
 
+def probe_constants(checks):
+    """{name: value} of the step's constants its probe() takes (its keyword-only parameters, module-level names of
+    checks.py), as JSON: they reach the kernel as data, in PROBE_IN."""
+    names = [p.name for p in inspect.signature(checks.probe).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    missing = [n for n in names if not hasattr(checks, n)]
+    if missing:
+        raise ValueError(f'{checks.__file__}: probe() takes {", ".join(missing)}, which checks.py does not define: '
+                         'define each keyword-only parameter of probe() as a module-level constant')
+    try:
+        return json.dumps({n: getattr(checks, n) for n in names})
+    except TypeError as e:
+        raise ValueError(f'{checks.__file__}: a constant probe() takes is not JSON ({e}): give it as numbers, strings, '
+                         'booleans, None, lists or dicts of them') from None
+
+
+def unbound_names(source):
+    """The names a piece of Python source uses without defining or importing them, builtins aside."""
+    names, tables = set(), [symtable.symtable(source, '<probe>', 'exec')]
+    while tables:
+        table = tables.pop()
+        tables += table.get_children()
+        names |= {s.get_name() for s in table.get_symbols()
+                  if s.is_referenced() and s.is_global() and not (table.get_type() == 'module' and s.is_assigned())}
+    return sorted(names - set(dir(builtins)))
+
+
+def probe_cell(checks):
+    """The code of the cell AddProbe appends: course/probe.py (the runtime every step shares), the step's probe() and
+    `main(probe, <the notebook's globals>)`, executed in a namespace of their own (nothing is defined among the notebook's
+    names). probe() runs in the kernel, apart from checks.py: it may use only its parameters, builtins and what it
+    imports."""
+    step_probe = textwrap.dedent(inspect.getsource(checks.probe))
+    unbound = [n for n in unbound_names(step_probe) if n != checks.probe.__name__]
+    if unbound:
+        raise ValueError(f'{checks.__file__}: probe() uses {", ".join(unbound)}, which the kernel does not have: '
+                         'import it inside probe(), reach the notebook\'s names as nb.<name>, or take a constant as a '
+                         'keyword-only parameter')
+    code = f'{inspect.getsource(probe_runtime)}\n\n{step_probe}\n\nmain({checks.probe.__name__}, NOTEBOOK)\n'
+    return ('# The grader\'s probe: it records what this notebook\'s code computes on the grader\'s inputs, to be checked '
+            'elsewhere.\n'
+            f'exec(compile({code!r}, "<grader probe>", "exec"), {{"__name__": "grader_probe", "NOTEBOOK": globals()}})\n')
+
+
 class AddProbe(NbGraderPreprocessor):
-    """Before execution: write the grader's inputs next to the notebook and append the probe of
-    source/<assignment>/instructor/checks.py."""
+    """Before execution: write the grader's inputs (and the step's constants) next to the notebook and append the probe
+    of source/<assignment>/instructor/checks.py (probe_cell)."""
 
     def preprocess(self, nb, resources):
         checks = checks_for(resources['nbgrader']['assignment'])
         if checks:
             folder = Path(resources['metadata']['path'])
+            cell = nbformat.v4.new_code_cell(probe_cell(checks))
             resources['probe_inputs'] = checks.make_inputs()  # judged from this copy: the student can rewrite the file
-            np.savez(folder / PROBE_IN, **resources['probe_inputs'])
+            np.savez(folder / PROBE_IN, **resources['probe_inputs'], **{probe_runtime.CONSTANTS: probe_constants(checks)})
             (folder / PROBE_OUT).unlink(missing_ok=True)
             (folder / PROBE_OUT).touch()  # empty: one of policy.RECORDS, the one file the kernel may write in its folder
-            cell = nbformat.v4.new_code_cell(checks.PROBE)
             cell.metadata['course'] = {'probe': True}
             nb.cells.append(cell)
         return nb, resources
@@ -190,7 +239,7 @@ class JudgeProbe(NbGraderPreprocessor):
             over = OVER_BUDGET['reason'] = str(e)
         except Exception as e:  # a damaged or forged record: every check fails
             self.log.warning('probe record %s unreadable: %s', out, e)
-        verdicts = checks.verdicts(inputs, record)
+        verdicts = judge(checks, inputs, record)
         for cell in nb.cells:
             reason = verdicts.get(cell.metadata.get('nbgrader', {}).get('grade_id')) if role(cell) == 'test' else None
             reason = reason and (over or reason)

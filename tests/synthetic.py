@@ -51,15 +51,7 @@ def notebook():
 
 BANK = f'''"""Step 9's bank of mistakes (synthetic, for the tooling's tests)."""
 
-from typing import NamedTuple
-
-
-class Variant(NamedTuple):
-    student: str
-    edits: tuple
-    caught_by: tuple = ()
-    notebook: str = None
-
+from course.demo import Variant
 
 MUTANTS = [
     Variant('subtracts', (('add', 'return a + b', 'return a - b'),), {MISTAKES['subtracts']!r}),
@@ -68,36 +60,34 @@ MUTANTS = [
 ALTERNATIVES = [Variant('uses_sum', (('add', 'return a + b', 'return sum((a, b))'),))]
 '''
 
-CHECKS = '''"""Step 9's out-of-process checks (synthetic): add() on the grader's numbers, judged outside the kernel."""
+CHECKS = '''"""Step 9's claims (synthetic): add() on the grader's numbers, judged outside the kernel."""
 
 import numpy as np
 
-PROBE = r"""
-def _grader_probe():
-    import numpy as np
-    inp = dict(np.load('_probe_in.npz'))
-    rec = {}
-    try:
-        rec['sum'] = np.asarray([add(float(a), float(b)) for a, b in zip(inp['a'], inp['b'])], dtype=float)
-    except BaseException as e:  # noqa: BLE001
-        rec['error'] = np.asarray(repr(e)[:200])
-    np.savez('_probe_out.npz', **rec)
+from course.claims import claim, expect_close, expect_equal
 
-
-_grader_probe()
-del _grader_probe
-"""
+N = 5  # pairs of numbers
 
 
 def make_inputs():
     rng = np.random.default_rng(9)
-    return {'a': rng.standard_normal(5), 'b': rng.standard_normal(5)}
+    return {'a': rng.standard_normal(N), 'b': rng.standard_normal(N)}
 
 
-def verdicts(inputs, record):
-    want, got = inputs['a'] + inputs['b'], record.get('sum')
-    ok = got is not None and got.shape == want.shape and np.allclose(got, want)
-    return {'add_small_cases': None if ok else 'add(a, b) on the grader\\'s numbers is not a + b'}
+def probe(nb, inp, run, *, N):
+    pairs = [(float(inp['a'][i]), float(inp['b'][i])) for i in range(N)]
+    run('add', lambda: {'ab': [nb.add(a, b) for a, b in pairs], 'ba': [nb.add(b, a) for a, b in pairs]})
+
+
+@claim
+def add_small_cases(inp, rec):
+    expect_close(rec['add.ab'], inp['a'] + inp['b'], 1e-12, "add(a, b) on the grader's numbers", 'check the operator')
+
+
+@claim
+def add_is_symmetric(inp, rec):
+    expect_equal(rec['add.ba'], rec['add.ab'], "add(b, a) against add(a, b) on the grader's numbers", 'check the order')
+    add_small_cases(inp, rec)
 '''
 
 

@@ -4,6 +4,7 @@ found, with no per-step code. A step without a bank of mistakes fails here, sayi
 import pytest
 
 from course.cells import read, role
+from course.claims import judge
 from course.demo import bank, demo_class
 from course.layout import INSTRUCTOR, ROOT, autograded_points, instructor_module, notebooks, steps
 
@@ -50,19 +51,18 @@ def test_every_bank_edit_applies_once(step):
 
 @pytest.mark.parametrize('step', steps())
 def test_checks_judge_every_test_cell_outside_the_kernel(step):
-    """checks.py has the interface the grader calls, and judges every test cell: with nothing recorded, every verdict
-    fails. A test cell without a verdict scores on the kernel's word alone, which a hostile notebook can fake (the
-    corpus's hostile_try_except_every_cell would keep its points)."""
+    """checks.py has what the grader calls (make_inputs(), probe(), a @claim per test cell), and judges every test
+    cell: with nothing recorded, every claim fails. A test cell without a claim scores on the kernel's word alone, which a
+    hostile notebook can fake (the corpus's hostile_try_except_every_cell would keep its points)."""
     checks = instructor_module(step, 'checks')
-    assert checks is not None, f'source/{step}/{INSTRUCTOR}/checks.py is missing: PROBE, make_inputs(), verdicts() (see docs)'
-    for name in ('PROBE', 'make_inputs', 'verdicts'):
-        assert hasattr(checks, name), f'source/{step}/{INSTRUCTOR}/checks.py defines no {name}'
-    assert isinstance(checks.PROBE, str) and callable(checks.make_inputs) and callable(checks.verdicts)
-    verdicts = checks.verdicts(checks.make_inputs(), {})
+    assert checks is not None, f'source/{step}/{INSTRUCTOR}/checks.py is missing: make_inputs(), probe(), claims (see docs)'
+    for name in ('make_inputs', 'probe'):
+        assert callable(getattr(checks, name, None)), f'source/{step}/{INSTRUCTOR}/checks.py defines no {name}()'
+    verdicts = judge(checks, checks.make_inputs(), {})
     points = autograded_points(step)
-    assert set(verdicts) <= set(points), f'verdicts for cells that are not test cells: {sorted(set(verdicts) - set(points))}'
+    assert set(verdicts) <= set(points), f'claims for cells that are not test cells: {sorted(set(verdicts) - set(points))}'
     unjudged = [g for g in points if not verdicts.get(g)]
-    assert not unjudged, f'test cells that an empty record does not fail (no verdict, or a lenient one): {unjudged}'
+    assert not unjudged, f'test cells that an empty record does not fail (no claim, or a lenient one): {unjudged}'
 
 
 def helper(step, name):

@@ -1,19 +1,7 @@
-"""Step 1's bank: realistic student mistakes, each with the test cells meant to catch it, and correct alternatives.
+"""Step 1's bank (the vocabulary, encode and decode, the split, get_batch, counts and entropy): realistic mistakes, each
+with the test cells meant to catch it, and correct alternatives (course.demo.Variant)."""
 
-Each variant is the perfect submission with a few edits (grade_id of a solution cell, old text, new text), made as a student
-would make them. The kill-matrix test (tests/test_grading.py) and `make demo` autograde every one through nbgrader: a
-mistake must lose points in every cell of `caught_by`, and an alternative must keep full marks.
-"""
-
-from typing import NamedTuple
-
-
-class Variant(NamedTuple):
-    student: str  # its id in the demo class and the kill matrix
-    edits: tuple  # (grade_id of the solution cell, old text, new text), ...
-    caught_by: tuple = ()  # grade_ids of the test cells that must lose points; empty for a correct alternative
-    notebook: str = None  # None: the assignment's only notebook
-
+from course.demo import Variant, in_cell
 
 VOCAB_RETURN = 'return sorted(set(text))'
 ENCODE_BODY = """    try:
@@ -50,16 +38,9 @@ def vocab(old, new):
     return (('build_vocab', old, new),)
 
 
-def codec(*edits):
-    return tuple(('codec', old, new) for old, new in edits)
-
-
-def batch(*edits):
-    return tuple(('get_batch', old, new) for old, new in edits)
-
-
-def freq(*edits):
-    return tuple(('frequencies', old, new) for old, new in edits)
+codec = in_cell('codec')
+batch = in_cell('get_batch')
+freq = in_cell('frequencies')
 
 
 MUTANTS = [

@@ -1,16 +1,12 @@
-"""Step 2's out-of-process checks: the numbers a submission computes, recorded in its kernel, judged in a clean process.
-
-make_inputs() runs in the grader and writes the inputs, among them the bigram counts of Tiny Shakespeare's two splits,
-computed here from the course's own input.txt; PROBE runs last in the student's kernel and records what the student's
-code computes (numbers only); verdicts() runs in the grader, which never runs student code, and says for each test cell
-whether the recorded numbers satisfy its claim. A test cell scores only if both it and its verdict pass, so patching
-torch, builtins or IPython in the kernel can lose points but never earn them.
-"""
+"""Step 2's claims, judged outside the student's kernel: bigram counts and probabilities from Tiny Shakespeare (counted
+here from the course's input.txt), the NLL, the bigram model's forward pass, sampling and training."""
 
 import math
 from pathlib import Path
 
 import numpy as np
+
+from course.claims import claim
 
 V = 65
 ROOT = Path(__file__).resolve().parents[3]  # the course: source/step2/instructor/checks.py
@@ -63,26 +59,16 @@ def make_inputs(seed=20262):
     return x
 
 
-PROBE = r'''
-# The grader's probe: it records what this notebook's code computes on the grader's inputs, to be checked elsewhere.
-def _grader_probe():
+def probe(nb, inp, run, *, V, ALPHAS, N_INIT, TRAIN):
+    """In the student's kernel: what the notebook's functions and BigramLanguageModel compute on the grader's inputs."""
     import numpy as np
     import torch
-    inp = dict(np.load('_probe_in.npz'))
-    rec = {}
 
-    def run(name, fn):
-        try:
-            for key, value in fn().items():
-                rec[f'{name}.{key}'] = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
-        except BaseException as e:  # noqa: BLE001 -- a failing function records its error and nothing else
-            rec[f'{name}.error'] = np.asarray(repr(e)[:300])
-
-    t = lambda name: torch.from_numpy(inp[name])  # noqa: E731
+    t = inp.tensor
     seeds = [int(s) for s in inp['seeds']]
 
     def model(W=None):
-        m = BigramLanguageModel(%(V)d)
+        m = nb.BigramLanguageModel(V)
         if W is not None:
             (table,) = list(m.parameters())  # the one (V,V) parameter
             with torch.no_grad():
@@ -91,17 +77,17 @@ def _grader_probe():
 
     def table(m):
         with torch.no_grad():
-            return m(torch.arange(%(V)d)[None])[0][0]
+            return m(torch.arange(V)[None])[0][0]
 
-    run('counts', lambda: {'train': bigram_counts('train'), 'val': bigram_counts('val')})
-    run('probs', lambda: {f'a{i}': bigram_probs(t('probs.N'), a) for i, a in enumerate(%(alphas)r)})
-    run('nll', lambda: {'p': bigram_nll(t('nll.P'), t('nll.data'))})
-    run('smooth', lambda: {'a0': bigram_nll(bigram_probs(t('N_train'), 0.0), t('val')),
-                           'a1': bigram_nll(bigram_probs(t('N_train'), 1.0), t('val'))})
+    run('counts', lambda: {'train': nb.bigram_counts('train'), 'val': nb.bigram_counts('val')})
+    run('probs', lambda: {f'a{i}': nb.bigram_probs(t('probs.N'), a) for i, a in enumerate(ALPHAS)})
+    run('nll', lambda: {'p': nb.bigram_nll(t('nll.P'), t('nll.data'))})
+    run('smooth', lambda: {'a0': nb.bigram_nll(nb.bigram_probs(t('N_train'), 0.0), t('val')),
+                           'a1': nb.bigram_nll(nb.bigram_probs(t('N_train'), 1.0), t('val'))})
 
     def forward():
         torch.manual_seed(seeds[0])
-        m = BigramLanguageModel(%(V)d)
+        m = nb.BigramLanguageModel(V)
         n_params = sum(p.numel() for p in m.parameters())
         m = model(t('model.W'))
         logits, loss = m(t('model.idx'), t('model.targets'))
@@ -111,11 +97,11 @@ def _grader_probe():
 
     def init():
         out = {}
-        for i in range(%(n_init)d):
+        for i in range(N_INIT):
             torch.manual_seed(seeds[1] + i)
-            m = BigramLanguageModel(%(V)d)
+            m = nb.BigramLanguageModel(V)
             out[f'table{i}'], out[f'loss{i}'] = table(m), m(t('init.idx'), t('init.targets'))[1]
-        out['zero'] = model(torch.zeros(%(V)d, %(V)d))(t('init.idx'), t('init.targets'))[1]
+        out['zero'] = model(torch.zeros(V, V))(t('init.idx'), t('init.targets'))[1]
         return out
     run('init', init)
 
@@ -127,150 +113,154 @@ def _grader_probe():
 
     def train():
         torch.manual_seed(seeds[3])
-        m = BigramLanguageModel(%(V)d)
-        losses = train_bigram(m, *%(train)r)
+        m = nb.BigramLanguageModel(V)
+        losses = nb.train_bigram(m, *TRAIN)
         return {'table': table(m), 'floats': all(type(x) is float for x in losses), 'n': len(losses),
                 'losses': np.array([float(x) for x in losses], dtype=np.float64)}
     run('train', train)
-    np.savez('_probe_out.npz', **rec)
 
 
-_grader_probe()
-del _grader_probe
-''' % {'V': V, 'alphas': ALPHAS, 'n_init': N_INIT, 'train': TRAIN}
+def log_softmax(z):
+    z = z.astype(np.float64)
+    m = z.max(-1, keepdims=True)
+    return z - m - np.log(np.exp(z - m).sum(-1, keepdims=True))
 
 
-def verdicts(inp, rec):
-    """{test cell grade_id: None if the recorded numbers satisfy its claim, else why not}, computed without student code."""
+def cross_entropy(W, idx, targets):
+    logp = log_softmax(W)[idx.reshape(-1)]  # (n,V): the log-probabilities after each id of idx
+    return float(-logp[np.arange(idx.size), targets.reshape(-1)].mean())
 
-    def get(key):
-        if key not in rec:
-            name = key.split('.')[0]
-            raise LookupError(f'{name}: {rec[name + ".error"]}' if name + '.error' in rec else f'{key} was not recorded')
-        return np.array(rec[key])
 
-    def fnum(key):
-        value = get(key)
-        assert value.shape == () and value.dtype.kind in 'fiu', f'{key} is not a number'
-        return float(value)
+def nll_of_counts(logq, Nc):
+    return float(-(Nc * logq).sum() / Nc.sum())
 
-    def log_softmax(z):
-        z = z.astype(np.float64)
-        m = z.max(-1, keepdims=True)
-        return z - m - np.log(np.exp(z - m).sum(-1, keepdims=True))
 
-    def cross_entropy(W, idx, targets):
-        logp = log_softmax(W)[idx.reshape(-1)]  # (n,V): the log-probabilities after each id of idx
-        return float(-logp[np.arange(idx.size), targets.reshape(-1)].mean())
+def count_model(inp, alpha):
+    """The bigram probabilities of the training counts, smoothed by alpha."""
+    N = inp['N_train'] + alpha
+    return N / N.sum(1, keepdims=True)
 
-    Ntr, Nva = inp['N_train'], inp['N_val']
-    Ptr0 = Ntr / Ntr.sum(1, keepdims=True)
-    Ptr1 = (Ntr + 1.0) / (Ntr + 1.0).sum(1, keepdims=True)
 
-    def nll_of_counts(logq, Nc):
-        return float(-(Nc * logq).sum() / Nc.sum())
+def probs(inp, rec, i):
+    Np = inp['probs.N'].astype(np.float64) + ALPHAS[i]
+    return rec[f'probs.a{i}'].astype(np.float64), Np / Np.sum(1, keepdims=True)
 
-    def counts_are_bigram_pairs():
-        N = get('counts.train')
-        assert N.shape == (V, V) and np.array_equal(N, Ntr), 'the training counts differ from the reference'
 
-    def counts_inside_each_split():
-        assert int(get('counts.train').sum()) == int(Ntr.sum()), 'the training count does not hold the n - 1 training pairs'
-        assert np.array_equal(get('counts.val'), Nva), 'the validation counts differ from the reference'
+def trained(rec):
+    W = rec['train.table'].astype(np.float64)
+    assert W.shape == (V, V), f'the trained table is {W.shape}'
+    return log_softmax(W)
 
-    def probs(i):
-        Np = inp['probs.N'].astype(np.float64) + ALPHAS[i]
-        return get(f'probs.a{i}').astype(np.float64), Np / Np.sum(1, keepdims=True)
 
-    def probs_rows_are_distributions():
-        for i, alpha in enumerate(ALPHAS):
-            if alpha > 0:
-                P, _ = probs(i)
-                assert P.shape == (V, V) and (P > 0).all() and np.abs(P.sum(1) - 1).max() < 1e-5, f'alpha = {alpha}'
+@claim
+def counts_are_bigram_pairs(inp, rec):
+    N = rec['counts.train']
+    assert N.shape == (V, V) and np.array_equal(N, inp['N_train']), 'the training counts differ from the reference'
 
-    def probs_are_smoothed_frequencies():
-        for i, alpha in enumerate(ALPHAS):
-            P, ref = probs(i)
-            assert P.shape == ref.shape and np.abs(P - ref).max() < 1e-6, f'bigram_probs differs at alpha = {alpha}'
 
-    def nll_is_mean_negative_log_probability():
-        d, P = inp['nll.data'], inp['nll.P'].astype(np.float64)
-        ref = float(-np.log(P[d[:-1], d[1:]]).mean())
-        assert abs(fnum('nll.p') - ref) < 1e-5, f'bigram_nll = {fnum("nll.p"):.6f}, expected {ref:.6f}'
+@claim
+def counts_inside_each_split(inp, rec):
+    assert int(rec['counts.train'].sum()) == int(inp['N_train'].sum()), (
+        'the training count does not hold the n - 1 training pairs')
+    assert np.array_equal(rec['counts.val'], inp['N_val']), 'the validation counts differ from the reference'
 
-    def unsmoothed_val_nll_is_infinite():
-        assert fnum('smooth.a0') == math.inf, 'without smoothing the validation NLL is not inf'
-        ref = nll_of_counts(np.log(Ptr1), Nva)
-        assert abs(fnum('smooth.a1') - ref) < 1e-4, f'with alpha = 1 the validation NLL is not {ref:.4f}'
 
-    def forward_returns_logits_and_loss():
-        W, idx = inp['model.W'], inp['model.idx']
-        assert int(get('forward.n_params')) == V * V, 'the model does not have V*V parameters'
-        for key in ('forward.logits', 'forward.logits0'):
-            logits = get(key)
-            assert logits.shape == idx.shape + (V,) and np.abs(logits - W[idx]).max() < 1e-6, f'{key} are not the table rows'
-        assert bool(get('forward.loss0_none')), 'the loss without targets is not None'
+@claim
+def probs_rows_are_distributions(inp, rec):
+    for i, alpha in enumerate(ALPHAS):
+        if alpha > 0:
+            P, _ = probs(inp, rec, i)
+            assert P.shape == (V, V) and (P > 0).all() and np.abs(P.sum(1) - 1).max() < 1e-5, f'alpha = {alpha}'
 
-    def loss_is_cross_entropy_of_logits():
-        ref = cross_entropy(inp['model.W'], inp['model.idx'], inp['model.targets'])
-        assert abs(fnum('forward.loss') - ref) < 1e-4, f'loss {fnum("forward.loss"):.5f}, cross-entropy {ref:.5f}'
 
-    def init_loss_is_expected_logsumexp():
-        idx, targets = inp['init.idx'], inp['init.targets']
-        losses = []
-        for i in range(N_INIT):
-            W = get(f'init.table{i}')
-            assert W.shape == (V, V) and abs(W.mean()) < 0.1 and abs(W.std() - 1) < 0.1, 'the table is not N(0,1) at init'
-            ref = cross_entropy(W, idx, targets)
-            assert abs(fnum(f'init.loss{i}') - ref) < 1e-4, 'the loss at initialisation is not the cross-entropy'
-            losses.append(ref)
-        assert abs(np.mean(losses) - E_LSE) < 0.15, f'mean loss at init {np.mean(losses):.3f}, expected {E_LSE}'
-        assert abs(fnum('init.zero') - math.log(V)) < 1e-4, 'a zero table does not give ln V'
+@claim
+def probs_are_smoothed_frequencies(inp, rec):
+    for i, alpha in enumerate(ALPHAS):
+        P, ref = probs(inp, rec, i)
+        assert P.shape == ref.shape and np.abs(P - ref).max() < 1e-6, f'bigram_probs differs at alpha = {alpha}'
 
-    def generate_extends_the_context():
-        out, ctx = get('gen.long'), inp['gen.ctx'][:3]
-        assert out.shape == (3, ctx.shape[1] + 5) and out.dtype == np.int64, f'generate returned {out.shape} {out.dtype}'
-        assert np.array_equal(out[:, :ctx.shape[1]], ctx) and ((out >= 0) & (out < V)).all(), 'the context was not kept'
 
-    def generate_samples_from_the_last_position():
-        out, ctx = get('gen.new'), inp['gen.ctx']
-        assert out.shape == (N_GEN, ctx.shape[1] + 1), f'generate returned {out.shape}'
-        freq = np.bincount(out[:, -1].astype(np.int64), minlength=V)[:V] / N_GEN
-        q = np.exp(log_softmax(inp['gen.W'][ctx[0, -1]]))
-        tv = 0.5 * np.abs(freq - q).sum()
-        assert tv < 0.1, f'the new ids are {tv:.3f} in total variation from softmax of the last position'
+@claim
+def nll_is_mean_negative_log_probability(inp, rec):
+    d, P = inp['nll.data'], inp['nll.P'].astype(np.float64)
+    ref = float(-np.log(P[d[:-1], d[1:]]).mean())
+    got = rec.number('nll.p')
+    assert abs(got - ref) < 1e-5, f'bigram_nll = {got:.6f}, expected {ref:.6f}'
 
-    def trained():
-        W = get('train.table').astype(np.float64)
-        assert W.shape == (V, V), f'the trained table is {W.shape}'
-        return log_softmax(W)
 
-    def training_loss_falls():
-        losses = get('train.losses')
-        assert int(get('train.n')) == TRAIN[0] and bool(get('train.floats')), 'not one float loss per step'
-        assert losses[:5].mean() > 4.0 and losses[-50:].mean() < 2.7, 'the training loss does not fall'
+@claim
+def unsmoothed_val_nll_is_infinite(inp, rec):
+    assert rec.number('smooth.a0') == math.inf, 'without smoothing the validation NLL is not inf'
+    ref = nll_of_counts(np.log(count_model(inp, 1.0)), inp['N_val'])
+    assert abs(rec.number('smooth.a1') - ref) < 1e-4, f'with alpha = 1 the validation NLL is not {ref:.4f}'
 
-    def training_approaches_the_count_model():
-        logq = trained()
-        gap_train = nll_of_counts(logq, Ntr) - nll_of_counts(np.log(np.where(Ptr0 > 0, Ptr0, 1.0)), Ntr)
-        gap_val = nll_of_counts(logq, Nva) - nll_of_counts(np.log(Ptr1), Nva)
-        assert gap_train < MARGIN and abs(gap_val) < MARGIN, f'gaps {gap_train:.4f} (train), {gap_val:.4f} (val)'
 
-    def learned_softmax_approaches_the_counts():
-        pi = Ntr.sum(1) / Ntr.sum()
-        tv = float((pi * 0.5 * np.abs(np.exp(trained()) - Ptr1).sum(1)).sum())
-        assert tv < TV_MAX, f'weighted total variation {tv:.3f}'
+@claim
+def forward_returns_logits_and_loss(inp, rec):
+    W, idx = inp['model.W'], inp['model.idx']
+    assert int(rec['forward.n_params']) == V * V, 'the model does not have V*V parameters'
+    for key in ('forward.logits', 'forward.logits0'):
+        logits = rec[key]
+        assert logits.shape == idx.shape + (V,) and np.abs(logits - W[idx]).max() < 1e-6, f'{key} are not the table rows'
+    assert bool(rec['forward.loss0_none']), 'the loss without targets is not None'
 
-    checks = [counts_are_bigram_pairs, counts_inside_each_split, probs_rows_are_distributions,
-              probs_are_smoothed_frequencies, nll_is_mean_negative_log_probability, unsmoothed_val_nll_is_infinite,
-              forward_returns_logits_and_loss, loss_is_cross_entropy_of_logits, init_loss_is_expected_logsumexp,
-              generate_extends_the_context, generate_samples_from_the_last_position, training_loss_falls,
-              training_approaches_the_count_model, learned_softmax_approaches_the_counts]
-    out = {}
-    for check in checks:
-        try:
-            check()
-            out[check.__name__] = None
-        except Exception as e:  # any failure is a failed verdict, with its reason
-            out[check.__name__] = f'{type(e).__name__}: {e}'
-    return out
+
+@claim
+def loss_is_cross_entropy_of_logits(inp, rec):
+    ref = cross_entropy(inp['model.W'], inp['model.idx'], inp['model.targets'])
+    got = rec.number('forward.loss')
+    assert abs(got - ref) < 1e-4, f'loss {got:.5f}, cross-entropy {ref:.5f}'
+
+
+@claim
+def init_loss_is_expected_logsumexp(inp, rec):
+    idx, targets = inp['init.idx'], inp['init.targets']
+    losses = []
+    for i in range(N_INIT):
+        W = rec[f'init.table{i}']
+        assert W.shape == (V, V) and abs(W.mean()) < 0.1 and abs(W.std() - 1) < 0.1, 'the table is not N(0,1) at init'
+        ref = cross_entropy(W, idx, targets)
+        assert abs(rec.number(f'init.loss{i}') - ref) < 1e-4, 'the loss at initialisation is not the cross-entropy'
+        losses.append(ref)
+    assert abs(np.mean(losses) - E_LSE) < 0.15, f'mean loss at init {np.mean(losses):.3f}, expected {E_LSE}'
+    assert abs(rec.number('init.zero') - math.log(V)) < 1e-4, 'a zero table does not give ln V'
+
+
+@claim
+def generate_extends_the_context(inp, rec):
+    out, ctx = rec['gen.long'], inp['gen.ctx'][:3]
+    assert out.shape == (3, ctx.shape[1] + 5) and out.dtype == np.int64, f'generate returned {out.shape} {out.dtype}'
+    assert np.array_equal(out[:, :ctx.shape[1]], ctx) and ((out >= 0) & (out < V)).all(), 'the context was not kept'
+
+
+@claim
+def generate_samples_from_the_last_position(inp, rec):
+    out, ctx = rec['gen.new'], inp['gen.ctx']
+    assert out.shape == (N_GEN, ctx.shape[1] + 1), f'generate returned {out.shape}'
+    freq = np.bincount(out[:, -1].astype(np.int64), minlength=V)[:V] / N_GEN
+    q = np.exp(log_softmax(inp['gen.W'][ctx[0, -1]]))
+    tv = 0.5 * np.abs(freq - q).sum()
+    assert tv < 0.1, f'the new ids are {tv:.3f} in total variation from softmax of the last position'
+
+
+@claim
+def training_loss_falls(inp, rec):
+    losses = rec['train.losses']
+    assert int(rec['train.n']) == TRAIN[0] and bool(rec['train.floats']), 'not one float loss per step'
+    assert losses[:5].mean() > 4.0 and losses[-50:].mean() < 2.7, 'the training loss does not fall'
+
+
+@claim
+def training_approaches_the_count_model(inp, rec):
+    logq, Ntr, Nva, Ptr0 = trained(rec), inp['N_train'], inp['N_val'], count_model(inp, 0.0)
+    gap_train = nll_of_counts(logq, Ntr) - nll_of_counts(np.log(np.where(Ptr0 > 0, Ptr0, 1.0)), Ntr)
+    gap_val = nll_of_counts(logq, Nva) - nll_of_counts(np.log(count_model(inp, 1.0)), Nva)
+    assert gap_train < MARGIN and abs(gap_val) < MARGIN, f'gaps {gap_train:.4f} (train), {gap_val:.4f} (val)'
+
+
+@claim
+def learned_softmax_approaches_the_counts(inp, rec):
+    Ntr = inp['N_train']
+    pi = Ntr.sum(1) / Ntr.sum()
+    tv = float((pi * 0.5 * np.abs(np.exp(trained(rec)) - count_model(inp, 1.0)).sum(1)).sum())
+    assert tv < TV_MAX, f'weighted total variation {tv:.3f}'

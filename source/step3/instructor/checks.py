@@ -1,15 +1,14 @@
-"""Step 3's out-of-process checks: the numbers a submission computes, recorded in its kernel, judged in a clean process.
-
-make_inputs() runs in the grader and writes the inputs; PROBE runs last in the student's kernel and records what the
-student's code computes on them (numbers only); verdicts() runs in the grader, which never runs student code, and says for
-each test cell whether the recorded numbers satisfy its claim. A test cell scores only if both it and its verdict pass, so
-patching torch, builtins or IPython in the kernel can lose points but never earn them.
-"""
+"""Step 3's claims, judged outside the student's kernel: the running mean three ways (a loop, a lower-triangular matrix,
+a masked softmax), and the bag-of-words model built on it."""
 
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import torch
+import torch.nn.functional as F
+
+from course.claims import claim, expect_causal
 
 WAYS = ('average_loop', 'average_tril', 'average_softmax')
 CASES = [  # (B, T, C, dtype, tolerance), as in the hidden tests of the three *_by_hand cells
@@ -62,25 +61,11 @@ def make_inputs(seed=20263):
     return x
 
 
-PROBE = r'''
-# The grader's probe: it records what this notebook's code computes on the grader's inputs, to be checked elsewhere.
-def _grader_probe():
-    import numpy as np
+def probe(nb, inp, run, *, WAYS, CASES, V, REF_SHAPES, N_EMBD):
+    """In the student's kernel: the three averages and BagOfWordsModel on the grader's inputs."""
     import torch
-    inp = dict(np.load('_probe_in.npz'))
-    rec = {}
 
-    def run(name, fn):
-        try:
-            for key, value in fn().items():
-                value = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
-                if value.dtype == object:  # None, a list of tensors...: not a number, and not loadable without pickle
-                    raise TypeError(f'{key} is {type(value.item() if value.ndim == 0 else value).__name__}, not numbers')
-                rec[f'{name}.{key}'] = value
-        except BaseException as e:  # noqa: BLE001 -- a failing function records its error and nothing else
-            rec[f'{name}.error'] = np.asarray(repr(e)[:300])
-
-    t = lambda name: torch.from_numpy(inp[name])  # noqa: E731
+    t = inp.tensor
 
     def unchanged_call(f, name):
         x = t(name)
@@ -88,22 +73,23 @@ def _grader_probe():
         out = f(x)
         return out, bool(torch.equal(x, before))
 
-    for fname in %(ways)r:
-        f = globals()[fname]
+    for fname in WAYS:
+        def f(x, fname=fname):
+            return getattr(nb, fname)(x)
 
         def hand(f=f):
             out, same = unchanged_call(f, 'hand')
             return {'out': out, 'unchanged': same}
         run(f'{fname}_hand', hand)
-        run(f'{fname}_cases', lambda f=f: {f'case{i}': f(t(f'case{i}')) for i in range(%(n_cases)d)})
+        run(f'{fname}_cases', lambda f=f: {f'case{i}': f(t(f'case{i}')) for i in range(len(CASES))})
         run(f'{fname}_agree', lambda f=f: {'out': f(t('agree'))})
         run(f'{fname}_eye', lambda f=f: {'out': f(t('eye'))})
         run(f'{fname}_pert', lambda f=f: {'base': f(t('pert')), 'changed': f(t('pert2'))})
-    run('sdpa', lambda: {'out': average_softmax(t('sdpa_v'))})
+    run('sdpa', lambda: {'out': nb.average_softmax(t('sdpa_v'))})
 
     def model(seed, width=16):
         torch.manual_seed(seed)
-        return BagOfWordsModel(%(V)d, width)
+        return nb.BagOfWordsModel(V, width)
 
     def api():
         m = model(300)
@@ -122,122 +108,113 @@ def _grader_probe():
 
     def reference():
         m = model(304)
-        return logits_of(m, *[f'bow_ref{i}' for i in range(%(n_ref)d)]) | {
+        return logits_of(m, *[f'bow_ref{i}' for i in range(len(REF_SHAPES))]) | {
             'emb': m.token_embedding_table.weight, 'W': m.lm_head.weight, 'b': m.lm_head.bias}
     run('bow_ref', reference)
-    run('bow_trained', lambda: {'trained': logits_of(bow, 'val_x')['val_x'],  # noqa: F821 -- the notebook's trained model
-                                'fresh': logits_of(model(0, %(n_embd)d), 'val_x')['val_x']})
-    np.savez('_probe_out.npz', **rec)
+    run('bow_trained', lambda: {'trained': logits_of(nb.bow, 'val_x')['val_x'],  # the notebook's trained model
+                                'fresh': logits_of(model(0, N_EMBD), 'val_x')['val_x']})
 
 
-_grader_probe()
-del _grader_probe
-''' % {'ways': WAYS, 'n_cases': len(CASES), 'V': V, 'n_ref': len(REF_SHAPES), 'n_embd': N_EMBD}
+def running_mean(v):
+    return v.cumsum(dim=1) / torch.arange(1, v.shape[1] + 1, dtype=v.dtype)[:, None]
 
 
-def verdicts(inp, rec):
-    """{test cell grade_id: None if the recorded numbers satisfy its claim, else why not}, computed without student code."""
-    import torch
-    import torch.nn.functional as F
+def by_hand(inp, rec, fname):
+    out = rec.tensor(f'{fname}_hand.out')
+    want = torch.tensor(HAND_MEAN)[:, :, None]
+    assert out.shape == want.shape, f'shape {tuple(out.shape)} on the hand case, expected {tuple(want.shape)}'
+    assert bool(rec[f'{fname}_hand.unchanged']), f'{fname} modified its input'
+    assert torch.allclose(out.float(), want, atol=1e-6), f'{fname} on the hand case: {out[..., 0].tolist()}'
+    for i, (*_, tol) in enumerate(CASES):
+        got, ref = rec.tensor(f'{fname}_cases.case{i}'), running_mean(inp.tensor(f'case{i}'))
+        assert got.dtype == ref.dtype and got.shape == ref.shape, f'case {i}: {tuple(got.shape)} {got.dtype}'
+        assert (got - ref).abs().max() < tol, f'case {i}: not the running mean'
 
-    def get(key):
-        if key not in rec:
-            name = key.split('.')[0]
-            raise LookupError(f'{name}: {rec[name + ".error"]}' if name + '.error' in rec else f'{key} was not recorded')
-        return torch.from_numpy(np.array(rec[key]))
 
-    def x(name):
-        return torch.from_numpy(inp[name])
+@claim
+def average_loop_by_hand(inp, rec):
+    by_hand(inp, rec, 'average_loop')
 
-    def running_mean(v):
-        return v.cumsum(dim=1) / torch.arange(1, v.shape[1] + 1, dtype=v.dtype)[:, None]
 
-    def by_hand(fname):
-        out = get(f'{fname}_hand.out')
-        want = torch.tensor(HAND_MEAN)[:, :, None]
-        assert out.shape == want.shape, f'shape {tuple(out.shape)} on the hand case, expected {tuple(want.shape)}'
-        assert bool(get(f'{fname}_hand.unchanged')), f'{fname} modified its input'
-        assert torch.allclose(out.float(), want, atol=1e-6), f'{fname} on the hand case: {out[..., 0].tolist()}'
-        for i, (b, t, c, dtype, tol) in enumerate(CASES):
-            got, ref = get(f'{fname}_cases.case{i}'), running_mean(x(f'case{i}'))
-            assert got.dtype == ref.dtype and got.shape == ref.shape, f'case {i}: {tuple(got.shape)} {got.dtype}'
-            assert (got - ref).abs().max() < tol, f'case {i}: not the running mean'
+@claim
+def average_tril_by_hand(inp, rec):
+    by_hand(inp, rec, 'average_tril')
 
-    def average_loop_by_hand():
-        by_hand('average_loop')
 
-    def average_tril_by_hand():
-        by_hand('average_tril')
+@claim
+def average_softmax_by_hand(inp, rec):
+    by_hand(inp, rec, 'average_softmax')
 
-    def average_softmax_by_hand():
-        by_hand('average_softmax')
 
-    def three_ways_agree():
-        loop = get('average_loop_agree.out')
-        for fname in WAYS[1:]:
-            assert (get(f'{fname}_agree.out') - loop).abs().max() < 1e-6, f'{fname} and average_loop disagree'
+@claim
+def three_ways_agree(inp, rec):
+    loop = rec.tensor('average_loop_agree.out')
+    for fname in WAYS[1:]:
+        assert (rec.tensor(f'{fname}_agree.out') - loop).abs().max() < 1e-6, f'{fname} and average_loop disagree'
 
-    def weights_rows_sum_to_one():
-        for fname in WAYS:
-            W = get(f'{fname}_eye.out')[0]
-            assert (W >= 0).all() and (W.sum(-1) - 1).abs().max() < 1e-6, f'{fname}: rows of W are not convex weights'
 
-    def averages_are_causal():
-        for fname in WAYS:
-            base, changed = get(f'{fname}_pert.base'), get(f'{fname}_pert.changed')
-            assert torch.equal(base[:, :5], changed[:, :5]), f'{fname}: outputs 0-4 changed when only x_5 changed'
-            assert not torch.allclose(base[:, 5:], changed[:, 5:]), f'{fname}: outputs 5.. did not change'
+@claim
+def weights_rows_sum_to_one(inp, rec):
+    for fname in WAYS:
+        W = rec.tensor(f'{fname}_eye.out')[0]
+        assert (W >= 0).all() and (W.sum(-1) - 1).abs().max() < 1e-6, f'{fname}: rows of W are not convex weights'
 
-    def zero_query_attention_is_the_running_mean():
-        v = x('sdpa_v')
-        zeros = torch.zeros_like(v)
-        ref = F.scaled_dot_product_attention(zeros, zeros, v, is_causal=True)
-        assert (get('sdpa.out') - ref).abs().max() < 1e-6, 'average_softmax differs from zero-score attention'
 
-    def bow_shapes_and_loss():
-        logits, targets = get('bow_api.logits'), x('bow_targets')
-        assert tuple(get('bow_api.logits0').shape) == (3, 7, V) and tuple(logits.shape) == (3, 7, V), 'logits shape'
-        assert bool(get('bow_api.loss0_is_none')), 'a loss without targets'
-        loss = get('bow_api.loss')
-        assert loss.shape == (), f'loss shape {tuple(loss.shape)}'
-        ref = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
-        assert abs(loss.item() - ref.item()) < 1e-5, f'loss {loss.item():.4f}, cross-entropy {ref.item():.4f}'
+@claim
+def averages_are_causal(inp, rec):
+    for fname in WAYS:
+        expect_causal(rec.tensor(f'{fname}_pert.base'), rec.tensor(f'{fname}_pert.changed'), 5, f'the outputs of {fname}')
 
-    def bow_is_causal():
-        base, changed = get('bow_pert.bow_pert'), get('bow_pert.bow_pert2')
-        assert torch.equal(base[:, :5], changed[:, :5]), 'logits 0-4 changed when only position 5 changed'
-        assert not torch.allclose(base[:, 5:], changed[:, 5:]), 'logits 5.. did not change'
 
-    def bow_ignores_order():
-        last = get('bow_order.bow_order')[:, -1]
-        assert (get('bow_order.flipped')[:, -1] - last).abs().max() < 1e-5, 'the last prediction depends on the order'
-        assert (get('bow_order.bow_order_first')[:, -1] - last).abs().max() > 1e-4, 'the last prediction ignores x_0'
+@claim
+def zero_query_attention_is_the_running_mean(inp, rec):
+    v = inp.tensor('sdpa_v')
+    zeros = torch.zeros_like(v)
+    ref = F.scaled_dot_product_attention(zeros, zeros, v, is_causal=True)
+    assert (rec.tensor('sdpa.out') - ref).abs().max() < 1e-6, 'average_softmax differs from zero-score attention'
 
-    def bow_averages_not_sums():
-        logits = get('bow_run.bow_run')
-        assert (logits - logits[:, :1]).abs().max() < 1e-5, 'a run of one character gets different logits'
 
-    def bow_matches_reference():
-        emb, W, b = get('bow_ref.emb'), get('bow_ref.W'), get('bow_ref.b')
-        for i in range(len(REF_SHAPES)):
-            ref = running_mean(emb[x(f'bow_ref{i}')]) @ W.T + b
-            got = get(f'bow_ref.bow_ref{i}')
-            assert got.shape == ref.shape and (got - ref).abs().max() < 1e-5, f'reference case {i}'
+@claim
+def bow_shapes_and_loss(inp, rec):
+    logits, targets = rec.tensor('bow_api.logits'), inp.tensor('bow_targets')
+    assert tuple(rec.tensor('bow_api.logits0').shape) == (3, 7, V) and tuple(logits.shape) == (3, 7, V), 'logits shape'
+    assert bool(rec['bow_api.loss0_is_none']), 'a loss without targets'
+    loss = rec.tensor('bow_api.loss')
+    assert loss.shape == (), f'loss shape {tuple(loss.shape)}'
+    ref = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+    assert abs(loss.item() - ref.item()) < 1e-5, f'loss {loss.item():.4f}, cross-entropy {ref.item():.4f}'
 
-    def bow_learns():
-        y = x('val_y').reshape(-1)
-        after = F.cross_entropy(get('bow_trained.trained').reshape(len(y), -1), y).item()
-        before = F.cross_entropy(get('bow_trained.fresh').reshape(len(y), -1), y).item()
-        assert after < 3.1 and before - after > 1, f'validation loss {before:.3f} -> {after:.3f}'
 
-    checks = [average_loop_by_hand, average_tril_by_hand, average_softmax_by_hand, three_ways_agree,
-              weights_rows_sum_to_one, averages_are_causal, zero_query_attention_is_the_running_mean, bow_shapes_and_loss,
-              bow_is_causal, bow_ignores_order, bow_averages_not_sums, bow_matches_reference, bow_learns]
-    out = {}
-    for check in checks:
-        try:
-            check()
-            out[check.__name__] = None
-        except Exception as e:  # any failure is a failed verdict, with its reason
-            out[check.__name__] = f'{type(e).__name__}: {e}'
-    return out
+@claim
+def bow_is_causal(inp, rec):
+    expect_causal(rec.tensor('bow_pert.bow_pert'), rec.tensor('bow_pert.bow_pert2'), 5, 'logits')
+
+
+@claim
+def bow_ignores_order(inp, rec):
+    last = rec.tensor('bow_order.bow_order')[:, -1]
+    assert (rec.tensor('bow_order.flipped')[:, -1] - last).abs().max() < 1e-5, 'the last prediction depends on the order'
+    assert (rec.tensor('bow_order.bow_order_first')[:, -1] - last).abs().max() > 1e-4, 'the last prediction ignores x_0'
+
+
+@claim
+def bow_averages_not_sums(inp, rec):
+    logits = rec.tensor('bow_run.bow_run')
+    assert (logits - logits[:, :1]).abs().max() < 1e-5, 'a run of one character gets different logits'
+
+
+@claim
+def bow_matches_reference(inp, rec):
+    emb, W, b = rec.tensor('bow_ref.emb'), rec.tensor('bow_ref.W'), rec.tensor('bow_ref.b')
+    for i in range(len(REF_SHAPES)):
+        ref = running_mean(emb[inp.tensor(f'bow_ref{i}')]) @ W.T + b
+        got = rec.tensor(f'bow_ref.bow_ref{i}')
+        assert got.shape == ref.shape and (got - ref).abs().max() < 1e-5, f'reference case {i}'
+
+
+@claim
+def bow_learns(inp, rec):
+    y = inp.tensor('val_y').reshape(-1)
+    after = F.cross_entropy(rec.tensor('bow_trained.trained').reshape(len(y), -1), y).item()
+    before = F.cross_entropy(rec.tensor('bow_trained.fresh').reshape(len(y), -1), y).item()
+    assert after < 3.1 and before - after > 1, f'validation loss {before:.3f} -> {after:.3f}'

@@ -1,8 +1,5 @@
-"""Step 4's bank: realistic student mistakes, each with the test cells meant to catch it, and correct alternatives.
-
-Each variant is the perfect submission with a few edits (grade_id of a solution cell, old text, new text), made as a student
-would make them. The kill-matrix test (tests/test_grading.py) and `make demo` autograde every one through nbgrader: a
-mistake must lose points in every cell of `caught_by`, and an alternative must keep full marks.
+"""Step 4's bank: realistic mistakes, each with the test cells meant to catch it, and correct alternatives
+(course.demo.Variant).
 
 Every graded function has its own mistakes: Head (the head cell), score_stats, causal_softmax and softmax_then_zero (the
 maskings cell), token_perm_gap, gaussian_scores and score_rank. They are what students who half-remember a definition
@@ -10,15 +7,7 @@ write: the wrong std, the wrong axis, the wrong norm, a mask off by one, a float
 that never computes what it names.
 """
 
-from typing import NamedTuple
-
-
-class Variant(NamedTuple):
-    student: str  # its id in the demo class and the kill matrix
-    edits: tuple  # (grade_id of the solution cell, old text, new text), ...
-    caught_by: tuple = ()  # grade_ids of the test cells that must lose points; empty for a correct alternative
-    notebook: str = None  # None: the assignment's only notebook
-
+from course.demo import Variant, in_cell
 
 SCALE = 'scores = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5'
 MASK = "scores = scores.masked_fill(self.tril[:T, :T] == 0, float('-inf'))"
@@ -50,28 +39,12 @@ RANK = 'return int(torch.linalg.matrix_rank(S))'
 GENERIC, DEFICIENT = 'score_rank_generic_input', 'score_rank_rank_deficient'
 
 
-def head(*edits):
-    return tuple(('head', old, new) for old, new in edits)
-
-
-def stats(*edits):
-    return tuple(('score_stats', old, new) for old, new in edits)
-
-
-def maskings(*edits):
-    return tuple(('maskings', old, new) for old, new in edits)
-
-
-def perm(*edits):
-    return tuple(('token_perm', old, new) for old, new in edits)
-
-
-def kernel(*edits):
-    return tuple(('gaussian_scores', old, new) for old, new in edits)
-
-
-def rank(*edits):
-    return tuple(('score_rank', old, new) for old, new in edits)
+head = in_cell('head')
+stats = in_cell('score_stats')
+maskings = in_cell('maskings')
+perm = in_cell('token_perm')
+kernel = in_cell('gaussian_scores')
+rank = in_cell('score_rank')
 
 
 MUTANTS = [

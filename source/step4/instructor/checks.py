@@ -1,18 +1,15 @@
-"""Step 4's out-of-process checks: the numbers a submission computes, recorded in its kernel, judged in a clean process.
-
-make_inputs() runs in the grader and writes the inputs; PROBE runs last in the student's kernel and records what the
-student's code computes on them (numbers only); verdicts() runs in the grader, which never runs student code, and says for
-each test cell whether the recorded numbers satisfy its claim. A test cell scores only if both it and its verdict pass, so
-patching torch, builtins or IPython in the kernel can lose points but never earn them.
-
-Each verdict checks the claim of its test cell (visible and hidden parts) on the grader's own inputs, and never more: a
-submission that passes a test cell honestly passes its verdict. Its message says what was expected, what was recorded,
-and the likely cause.
-"""
+"""Step 4's claims, judged outside the student's kernel: one causal self-attention head, the statistics of its
+scores, the two maskings, permutations of the tokens, a Gaussian kernel and the rank of the scores. Each claim checks its
+test cell (visible and hidden parts) on the grader's own inputs, and never more: a submission that passes a test cell
+honestly passes its claim. Its message says what was expected, what was recorded, and the likely cause."""
 
 import math
 
 import numpy as np
+import torch
+import torch.nn.functional as F
+
+from course.claims import claim, expect_causal, expect_causal_at_every_position, tolerance
 
 D, HS, T, B = 32, 16, 8, 4
 HEAD_CASES = [  # (B, T, T_max, d, head_size, causal, dtype, input scale, tolerance), as in head_matches_sdpa_reference
@@ -76,52 +73,40 @@ def make_inputs(seed=20260):
     return x
 
 
-PROBE = r'''
-# The grader's probe: it records what this notebook's code computes on the grader's inputs, to be checked elsewhere.
-def _grader_probe():
+def probe(nb, inp, run, *, HEAD_CASES, D, HS, T, RANK_GENERIC, RANK_DEFICIENT, STATS_DK, MASK_INPUTS, KERNEL_CASES):
+    """In the student's kernel: Head and the Exercise functions on the grader's inputs."""
     import numpy as np
     import torch
-    inp = dict(np.load('_probe_in.npz'))
-    rec = {}
 
-    def run(name, fn):
-        try:
-            for key, value in fn().items():
-                rec[f'{name}.{key}'] = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
-        except BaseException as e:  # noqa: BLE001 -- a failing function records its error and nothing else
-            rec[f'{name}.error'] = np.asarray(repr(e)[:300])
-
-    t = lambda name: torch.from_numpy(inp[name])  # noqa: E731
-    cases = %(cases)r
+    t = inp.tensor
 
     def head_case(i):
-        b, tt, t_max, d, hs, causal, dtype, scale, tol = cases[i]
+        b, tt, t_max, d, hs, causal, dtype, scale, tol = HEAD_CASES[i]
         torch.manual_seed(100 + i)
-        h = Head(d, hs, t_max, causal=causal).to(getattr(torch, dtype))
+        h = nb.Head(d, hs, t_max, causal=causal).to(getattr(torch, dtype))
         x = t(f'head{i}.x')
         out = h(x)
         A = h.A
         return {'q': h.query(x), 'k': h.key(x), 'v': h.value(x), 'out': out, 'A': A,
                 'A_requires_grad': bool(A.requires_grad or A.grad_fn is not None)}
-    for i in range(len(cases)):
+    for i in range(len(HEAD_CASES)):
         run(f'head{i}', lambda i=i: head_case(i))
 
     def perturbed():
         torch.manual_seed(100)
-        h = Head(%(d)d, %(hs)d, %(T)d)
-        return {f'out{j}': h(t(f'pert{j}.x')) for j in range(%(T)d)} | {'base': h(t('head0.x'))}
+        h = nb.Head(D, HS, T)
+        return {f'out{j}': h(t(f'pert{j}.x')) for j in range(T)} | {'base': h(t('head0.x'))}
     run('pert', perturbed)
 
     def equivariance():
         torch.manual_seed(101)
-        h = Head(%(d)d, %(hs)d, %(T)d, causal=False)
+        h = nb.Head(D, HS, T, causal=False)
         x, perm, pos = t('head0.x'), t('perm'), t('pos')
         return {'x': h(x), 'x_perm': h(x[:, perm]), 'xp': h(x + pos), 'xp_perm': h((x + pos)[:, perm])}
     run('equi', equivariance)
 
     def structure():
-        h = Head(16, 4, 10)
-        bufs = {n: tuple(b.shape) for n, b in h.named_buffers()}
+        h = nb.Head(16, 4, 10)
         params = {n: tuple(p.shape) for n, p in h.named_parameters()}
         maps = [getattr(h, n, None) for n in ('key', 'query', 'value')]
         tril = dict(h.named_buffers()).get('tril')
@@ -140,36 +125,36 @@ def _grader_probe():
 
     def tokens():
         torch.manual_seed(102)
-        h = Head(%(d)d, %(hs)d, %(T)d, causal=False)
+        h = nb.Head(D, HS, T, causal=False)
         tok = torch.nn.Embedding.from_pretrained(t('tok'))
         pos = torch.nn.Embedding.from_pretrained(t('pos'))
         idx, perm, cycle = t('idx'), t('perm'), t('cycle')
+        gap = nb.token_perm_gap
         with torch.no_grad():
             outs = {'a_nopos': h(tok(idx[:, perm])), 'b_nopos': h(tok(idx)),
                     'a_pos': h(tok(idx[:, perm]) + t('pos')[None]), 'b_pos': h(tok(idx) + t('pos')[None])}
-        return outs | {'gap_nopos': token_perm_gap(h, tok, idx, perm), 'gap_pos': token_perm_gap(h, tok, idx, perm, pos),
-                       'gap_cycle': token_perm_gap(h, tok, idx, cycle),
-                       'gap_ident': token_perm_gap(h, tok, idx, torch.arange(%(T)d), pos),
-                       'type_nopos': type(token_perm_gap(h, tok, idx, perm)).__name__}
+        return outs | {'gap_nopos': gap(h, tok, idx, perm), 'gap_pos': gap(h, tok, idx, perm, pos),
+                       'gap_cycle': gap(h, tok, idx, cycle), 'gap_ident': gap(h, tok, idx, torch.arange(T), pos),
+                       'type_nopos': type(gap(h, tok, idx, perm)).__name__}
     run('tokens', tokens)
 
     def causal_tokens():
         torch.manual_seed(103)
-        h = Head(%(d)d, %(hs)d, %(T)d)
+        h = nb.Head(D, HS, T)
         tok = torch.nn.Embedding.from_pretrained(t('tok'))
         idx, perm = t('idx'), t('causal_perm')
         with torch.no_grad():
             a, b = h(tok(idx[:, perm])), h(tok(idx))
-        return {'a': a, 'b': b, 'gap': token_perm_gap(h, tok, idx, perm)}
+        return {'a': a, 'b': b, 'gap': nb.token_perm_gap(h, tok, idx, perm)}
     run('causal', causal_tokens)
 
     def stats(case):
         q, k = (t(f'stats.small.{m}') if case == 'small' else t(f'stats.t3.{m}') if case == 't3'
                 else t(f'stats.{m}{case}') for m in 'qk')
-        s = score_stats(q, k)
+        s = nb.score_stats(q, k)
         return {'keys': ','.join(sorted(s)), 'types': ','.join(type(v).__name__ for _, v in sorted(s.items())),
                 **{key: float(v) for key, v in s.items()}}
-    for case in ['small', 't3'] + [f'{dk}' for dk in %(dks)r]:
+    for case in ['small', 't3'] + [f'{dk}' for dk in STATS_DK]:
         run(f'stats{case}', lambda case=case: stats(case))
 
     def masks(fn, names):
@@ -179,34 +164,25 @@ def _grader_probe():
             out[name] = y
             out[name + '.dtype'] = str(y.dtype)
         return out
-    run('right', lambda: masks(causal_softmax, %(mask_inputs)r + ['s_big', 's_hand3']))
-    run('wrong', lambda: masks(softmax_then_zero, %(mask_inputs)r + ['s_hand2']))
-    run('kernel', lambda: {'inf': gaussian_scores(10, float('inf')),
-                           **{f'{n}_{s}': gaussian_scores(n, s) for n, s in %(kernel_cases)r}})
+    run('right', lambda: masks(nb.causal_softmax, MASK_INPUTS + ['s_big', 's_hand3']))
+    run('wrong', lambda: masks(nb.softmax_then_zero, MASK_INPUTS + ['s_hand2']))
+    run('kernel', lambda: {'inf': nb.gaussian_scores(10, float('inf')),
+                           **{f'{n}_{s}': nb.gaussian_scores(n, s) for n, s in KERNEL_CASES}})
 
     def rank(i, d, hs, tt, causal, r, low, expected):
         torch.manual_seed(104 + i)
-        h = Head(d, hs, max(tt, 16), causal=causal)
+        h = nb.Head(d, hs, max(tt, 16), causal=causal)
         if low:
             with torch.no_grad():
                 getattr(h, low[0]).weight[low[1]:] = 0
-        value = score_rank(h, t(f'rank{i}.x'))
+        value = nb.score_rank(h, t(f'rank{i}.x'))
         return {'r': int(value), 'type': type(value).__name__}
-    for i, case in enumerate(%(rank_cases)r):
+    for i, case in enumerate(RANK_GENERIC + RANK_DEFICIENT):
         run(f'rank{i}', lambda i=i, case=case: rank(i, *case))
-    np.savez('_probe_out.npz', **rec)
-
-
-_grader_probe()
-del _grader_probe
-''' % {'cases': HEAD_CASES, 'd': D, 'hs': HS, 'T': T, 'rank_cases': RANK_GENERIC + RANK_DEFICIENT, 'dks': STATS_DK,
-       'mask_inputs': MASK_INPUTS, 'kernel_cases': KERNEL_CASES}
 
 
 def reference_stats(q, k):
     """score_stats by its definition, in float64, with the Jacobian's Frobenius norm expanded by hand."""
-    import torch
-
     q, k = q.double(), k.double()
     raw = torch.einsum('ntd,nsd->nts', q, k)  # (N,T,T)
     out = {}
@@ -227,244 +203,261 @@ STATS_HINTS = {'raw_std': "the pooled sample std (torch's default) of all N*T*T 
                'jac_scaled': 'the same, on the scaled scores'}
 
 
-def verdicts(inp, rec):
-    """{test cell grade_id: None if the recorded numbers satisfy its claim, else why not}, computed without student code."""
-    import torch
-    import torch.nn.functional as F
+def sdpa(rec, i):
+    q, k, v = (rec.tensor(f'head{i}.{m}') for m in 'qkv')  # the student's own maps, applied to the grader's input
+    return F.scaled_dot_product_attention(q, k, v, is_causal=HEAD_CASES[i][5])
 
-    def recorded(key):
-        if key not in rec:
-            name = key.split('.')[0]
-            raise LookupError(f'your code raised {rec[name + ".error"]}' if name + '.error' in rec else
-                              f'{key} was not recorded (did your code run to the end?)')
-        return rec[key]
 
-    def get(key):
-        return torch.from_numpy(np.array(recorded(key)))
+@claim
+def head_matches_sdpa_reference(inp, rec):
+    for i, case in enumerate(HEAD_CASES):
+        out, ref = rec.tensor(f'head{i}.out'), sdpa(rec, i)
+        assert out.shape == ref.shape, (f'case {i} ({HEAD_HINTS[i]}): expected an output of shape {tuple(ref.shape)}, '
+                                        f'got {tuple(out.shape)}; return A @ v')
+        assert out.dtype == ref.dtype, (f'case {i} ({HEAD_HINTS[i]}): expected dtype {ref.dtype}, got {out.dtype}; '
+                                        'compute in the dtype of x')
+        gap = ((out - ref).abs().max() / ref.abs().max()).item()
+        assert gap < case[-1], (f'case {i} ({HEAD_HINTS[i]}): expected a relative difference from '
+                                f'scaled_dot_product_attention < {case[-1]:g}, got {gap:.3g}')
 
-    def text(key):
-        return str(recorded(key))
 
-    def x(name):
-        return torch.from_numpy(inp[name])
+def A0(rec):
+    return rec.tensor('head0.A')
 
-    def sdpa(i):
-        q, k, v = (get(f'head{i}.{m}') for m in 'qkv')  # the student's own maps, applied to the grader's input
-        return F.scaled_dot_product_attention(q, k, v, is_causal=HEAD_CASES[i][5])
 
-    def head_matches_sdpa_reference():
-        for i, case in enumerate(HEAD_CASES):
-            out, ref = get(f'head{i}.out'), sdpa(i)
-            assert out.shape == ref.shape, (f'case {i} ({HEAD_HINTS[i]}): expected an output of shape {tuple(ref.shape)}, '
-                                            f'got {tuple(out.shape)}; return A @ v')
-            assert out.dtype == ref.dtype, (f'case {i} ({HEAD_HINTS[i]}): expected dtype {ref.dtype}, got {out.dtype}; '
-                                            'compute in the dtype of x')
-            gap = ((out - ref).abs().max() / ref.abs().max()).item()
-            assert gap < case[-1], (f'case {i} ({HEAD_HINTS[i]}): expected a relative difference from '
-                                    f'scaled_dot_product_attention < {case[-1]:g}, got {gap:.3g}')
+@claim
+def rows_in_simplex(inp, rec):
+    A = A0(rec)
+    err = (A.sum(-1) - 1).abs().max().item()
+    assert (A >= 0).all() and err < 1e-6, (f'expected rows of A >= 0 summing to 1, got min {A.min():.3g} and '
+                                           f'max |rowsum - 1| = {err:.3g}; mask before a softmax over the last axis')
 
-    def A0():
-        return get('head0.A')
 
-    def rows_in_simplex():
-        A = A0()
-        err = (A.sum(-1) - 1).abs().max().item()
-        assert (A >= 0).all() and err < 1e-6, (f'expected rows of A >= 0 summing to 1, got min {A.min():.3g} and '
-                                               f'max |rowsum - 1| = {err:.3g}; mask before a softmax over the last axis')
+@claim
+def output_is_convex_combination(inp, rec):
+    v, out = rec.tensor('head0.v').double(), rec.tensor('head0.out').double()
+    assert out.shape == v.shape, f'expected an output of shape {tuple(v.shape)}, got {tuple(out.shape)}; return A @ v'
+    assert out.isfinite().all(), 'expected finite outputs, got nan or inf; mask with -inf before F.softmax'
+    worst = 0.0
+    for b in range(v.shape[0]):
+        for i in range(v.shape[1]):
+            M = torch.cat([v[b, :i + 1].T, torch.ones(1, i + 1, dtype=torch.float64)])  # (hs+1, i+1)
+            rhs = torch.cat([out[b, i], torch.ones(1, dtype=torch.float64)])
+            w = torch.linalg.lstsq(M, rhs[:, None]).solution[:, 0]
+            worst = max(worst, (M @ w - rhs).abs().max().item(), (-w).max().item())
+    assert worst < 1e-5, (f'expected out_i = sum_j w_j v_j (j <= i) with w >= 0 summing to 1; the best w misses by '
+                          f'{worst:.3g}; rows of A must sum to 1 after the mask, and out = A @ v')
 
-    def output_is_convex_combination():
-        v, out = get('head0.v').double(), get('head0.out').double()
-        assert out.shape == v.shape, f'expected an output of shape {tuple(v.shape)}, got {tuple(out.shape)}; return A @ v'
-        assert out.isfinite().all(), 'expected finite outputs, got nan or inf; mask with -inf before F.softmax'
-        worst = 0.0
-        for b in range(v.shape[0]):
-            for i in range(v.shape[1]):
-                M = torch.cat([v[b, :i + 1].T, torch.ones(1, i + 1, dtype=torch.float64)])  # (hs+1, i+1)
-                rhs = torch.cat([out[b, i], torch.ones(1, dtype=torch.float64)])
-                w = torch.linalg.lstsq(M, rhs[:, None]).solution[:, 0]
-                worst = max(worst, (M @ w - rhs).abs().max().item(), (-w).max().item())
-        assert worst < 1e-5, (f'expected out_i = sum_j w_j v_j (j <= i) with w >= 0 summing to 1; the best w misses by '
-                              f'{worst:.3g}; rows of A must sum to 1 after the mask, and out = A @ v')
 
-    def allowed_weights_positive():
-        low = A0()[:, torch.tril(torch.ones(T, T)).bool()].min().item()
-        assert low > 0, f'expected every weight with j <= i to be > 0, got {low:.3g}; is the diagonal masked?'
+@claim
+def allowed_weights_positive(inp, rec):
+    low = A0(rec)[:, torch.tril(torch.ones(T, T)).bool()].min().item()
+    assert low > 0, f'expected every weight with j <= i to be > 0, got {low:.3g}; is the diagonal masked?'
 
-    def no_weight_on_the_future():
-        future = A0().triu(1).abs().max().item()
-        assert future == 0, f'expected exactly 0 above the diagonal, got {future:.3g}; fill with -inf before the softmax'
 
-    def causal_by_perturbation():
-        base, out = get('pert.base'), get('pert.out5')  # position 5 replaced, as in the test cell
-        assert torch.equal(out[:, :5], base[:, :5]), 'expected outputs 0-4 unchanged when only x_5 changed; they changed'
-        assert not torch.allclose(out[:, 5:], base[:, 5:]), 'expected outputs 5.. to change when x_5 changed; none did'
+@claim
+def no_weight_on_the_future(inp, rec):
+    future = A0(rec).triu(1).abs().max().item()
+    assert future == 0, f'expected exactly 0 above the diagonal, got {future:.3g}; fill with -inf before the softmax'
 
-    def causal_by_gradient():
-        base = get('pert.base')
-        for j in range(T):  # out_3 depends on x_j exactly for j <= 3
-            changed = not torch.equal(get(f'pert.out{j}')[:, 3], base[:, 3])
-            assert changed == (j <= 3), (f'expected out_3 to depend on x_j exactly for j <= 3; it '
-                                         f'{"depends" if changed else "does not depend"} on x_{j}')
 
-    def structure(key):
-        return bool(get(f'structure.{key}'))
+@claim
+def causal_by_perturbation(inp, rec):
+    expect_causal(rec.tensor('pert.base'), rec.tensor('pert.out5'), 5)  # position 5 replaced, as in the test cell
 
-    def head_mask_is_a_buffer():
-        assert structure('tril_buffer') and structure('tril_lower'), 'expected a (10, 10) lower-triangular buffer `tril`'
-        assert not structure('tril_param') and not int(get('structure.square_params')), 'expected no (10, 10) parameter'
-        assert structure('tril_saved') and structure('tril_moved'), 'expected tril in the state_dict, moved by .to()'
 
-    def head_has_three_bias_free_maps():
-        assert structure('maps_ok'), 'expected key, query, value = nn.Linear(16, 4, bias=False)'
-        n = int(get('structure.n_params'))
-        assert n == 3 * 16 * 4, f'expected 192 parameters, got {n}'
+@claim
+def causal_by_gradient(inp, rec):
+    expect_causal_at_every_position([rec.tensor(f'pert.out{j}') for j in range(T)], rec.tensor('pert.base'), 3)
 
-    def head_stashes_detached_weights():
-        A, out = get('head0.A'), get('head0.out')
-        assert tuple(A.shape) == (B, T, T), f'expected self.A of shape {(B, T, T)}, got {tuple(A.shape)}'
-        assert not bool(get('head0.A_requires_grad')), 'expected self.A detached; it is still in the graph'
-        gap = ((A @ get('head0.v')) - out).abs().max().item()
-        assert gap < 1e-5, f'expected |A @ v - out| < 1e-5, got {gap:.3g}; stash the weights forward used'
 
-    def stats_case(case, q, k, tol):
-        keys = text(f'stats{case}.keys')
-        want = reference_stats(q, k)
-        assert keys == ','.join(sorted(want)), f'expected the keys {sorted(want)}, got {keys}'
-        assert set(text(f'stats{case}.types').split(',')) == {'float'}, 'expected Python floats (use .item())'
-        for key, value in want.items():
-            got = float(get(f'stats{case}.{key}'))
-            assert abs(got - value) <= tol * max(1.0, abs(value)), (
-                f'q, k of shape {tuple(q.shape)}: expected {key} = {value:.5f}, got {got:.5f}; {STATS_HINTS[key]}')
+def structure(rec, key):
+    return bool(rec.tensor(f'structure.{key}'))
 
-    def score_stats_small_case():
-        stats_case('small', x('stats.small.q'), x('stats.small.k'), 1e-4)
-        stats_case('t3', x('stats.t3.q'), x('stats.t3.k'), 1e-4)
 
-    def stats_draws(keys):
-        for dk in STATS_DK:
-            want = reference_stats(x(f'stats.q{dk}'), x(f'stats.k{dk}'))
-            for key in keys:
-                got = float(get(f'stats{dk}.{key}'))
-                tol = 1e-4 * abs(want[key]) if key.endswith('std') else 1e-4
-                assert abs(got - want[key]) <= tol, (f'd_k={dk}: expected {key} = {want[key]:.5f} on the grader\'s draws, '
-                                                     f'got {got:.5f}; {STATS_HINTS[key]}')
+@claim
+def head_mask_is_a_buffer(inp, rec):
+    assert structure(rec, 'tril_buffer') and structure(rec, 'tril_lower'), 'expected a (10, 10) lower-triangular buffer `tril`'
+    assert not structure(rec, 'tril_param') and not int(rec.tensor('structure.square_params')), 'expected no (10, 10) parameter'
+    assert structure(rec, 'tril_saved') and structure(rec, 'tril_moved'), 'expected tril in the state_dict, moved by .to()'
 
-    def score_std_is_sqrt_dk():
-        stats_draws(['raw_std', 'scaled_std'])
 
-    def unscaled_softmax_saturates():
-        stats_draws(['max_wt_raw', 'max_wt_scaled', 'jac_raw', 'jac_scaled'])
+@claim
+def head_has_three_bias_free_maps(inp, rec):
+    assert structure(rec, 'maps_ok'), 'expected key, query, value = nn.Linear(16, 4, bias=False)'
+    n = int(rec.tensor('structure.n_params'))
+    assert n == 3 * 16 * 4, f'expected 192 parameters, got {n}'
 
-    def masked_reference(s):
-        n = s.shape[-1]
-        allowed = torch.ones(n, n).tril().bool()
-        top = torch.where(allowed, s.double(), -math.inf).amax(-1, keepdim=True)
-        e = torch.where(allowed, torch.exp(s.double() - top), 0.0)
-        return e / e.sum(-1, keepdim=True)
 
-    def zeroed_reference(s):
-        n = s.shape[-1]
-        return torch.softmax(s.double(), -1) * torch.ones(n, n, dtype=torch.float64).tril()
+@claim
+def head_stashes_detached_weights(inp, rec):
+    A, out = rec.tensor('head0.A'), rec.tensor('head0.out')
+    assert tuple(A.shape) == (B, T, T), f'expected self.A of shape {(B, T, T)}, got {tuple(A.shape)}'
+    assert not bool(rec.tensor('head0.A_requires_grad')), 'expected self.A detached; it is still in the graph'
+    gap = ((A @ rec.tensor('head0.v')) - out).abs().max().item()
+    assert gap < 1e-5, f'expected |A @ v - out| < 1e-5, got {gap:.3g}; stash the weights forward used'
 
-    def compare(fn, name, reference):
-        s, got = x(name), get(f'{fn}.{name}')
-        assert tuple(got.shape) == tuple(s.shape), f'input {name}: expected shape {tuple(s.shape)}, got {tuple(got.shape)}'
-        assert text(f'{fn}.{name}.dtype') == str(s.dtype), (f'input {name}: expected dtype {s.dtype}, got '
-                                                             f'{text(f"{fn}.{name}.dtype")}; keep the dtype of s')
-        tol = 1e-12 if s.dtype == torch.float64 else 1e-6
-        gap = (got.double() - reference(s)).abs().max().item()
-        assert gap < tol, (f'input {name} of shape {tuple(s.shape)}: expected max |difference| from the reference < {tol:g}, '
-                           f'got {gap:.3g}' + ('; nan: 0/0 or inf/inf, mask with -inf before F.softmax' if gap != gap else ''))
 
-    def causal_softmax_masks_before():
-        for name in MASK_INPUTS + ['s_big', 's_hand3']:
-            compare('right', name, masked_reference)
+def stats_case(rec, case, q, k, tol):
+    keys = rec.text(f'stats{case}.keys')
+    want = reference_stats(q, k)
+    assert keys == ','.join(sorted(want)), f'expected the keys {sorted(want)}, got {keys}'
+    assert set(rec.text(f'stats{case}.types').split(',')) == {'float'}, 'expected Python floats (use .item())'
+    for key, value in want.items():
+        got = float(rec.tensor(f'stats{case}.{key}'))
+        assert abs(got - value) <= tol * max(1.0, abs(value)), (
+            f'q, k of shape {tuple(q.shape)}: expected {key} = {value:.5f}, got {got:.5f}; {STATS_HINTS[key]}')
 
-    def softmax_then_zero_leaks():
-        for name in MASK_INPUTS + ['s_hand2']:
-            compare('wrong', name, zeroed_reference)
 
-    def equivariant(a, b):
-        perm = x('perm')
-        return (get(f'equi.{a}') - get(f'equi.{b}')[:, perm]).abs().max().item()
+@claim
+def score_stats_small_case(inp, rec):
+    stats_case(rec, 'small', inp.tensor('stats.small.q'), inp.tensor('stats.small.k'), 1e-4)
+    stats_case(rec, 't3', inp.tensor('stats.t3.q'), inp.tensor('stats.t3.k'), 1e-4)
 
-    def equivariant_in_X():
-        gap = equivariant('x_perm', 'x')
-        assert gap < 1e-5, f'causal=False: expected Head(x[:, perm]) = Head(x)[:, perm], off by {gap:.3g}; skip the mask'
 
-    def still_equivariant_with_positions_in_X():
-        gap = equivariant('xp_perm', 'xp')
-        assert gap < 1e-5, f'causal=False, positions in X: expected equivariance, off by {gap:.3g}; skip the mask'
+def stats_draws(inp, rec, keys):
+    for dk in STATS_DK:
+        want = reference_stats(inp.tensor(f'stats.q{dk}'), inp.tensor(f'stats.k{dk}'))
+        for key in keys:
+            got = float(rec.tensor(f'stats{dk}.{key}'))
+            tol = 1e-4 * abs(want[key]) if key.endswith('std') else 1e-4
+            assert abs(got - want[key]) <= tol, (f'd_k={dk}: expected {key} = {want[key]:.5f} on the grader\'s draws, '
+                                                 f'got {got:.5f}; {STATS_HINTS[key]}')
 
-    def gap(which):
-        return (get(f'tokens.a_{which}') - get(f'tokens.b_{which}')[:, x('perm')]).abs().max().item()
 
-    def token_perm_without_positions():
-        assert text('tokens.type_nopos') == 'float', f'expected a Python float, got {text("tokens.type_nopos")}'
-        for key in ('gap_nopos', 'gap_cycle'):
-            got = float(get(f'tokens.{key}'))
-            assert got < 1e-5, f'no positions ({key}): expected token_perm_gap < 1e-5, got {got:.3g}; permute with perm'
-        got = float(get('tokens.gap_nopos'))
-        assert abs(got - gap('nopos')) <= 1e-5, f'expected token_perm_gap {gap("nopos"):.3g}, got {got:.3g}'
-        ident = float(get('tokens.gap_ident'))
-        assert ident < 1e-6, f'identity permutation: expected 0, got {ident:.3g}'
+@claim
+def score_std_is_sqrt_dk(inp, rec):
+    stats_draws(inp, rec, ['raw_std', 'scaled_std'])
 
-    def token_perm_with_positions_breaks():
-        got, want = float(get('tokens.gap_pos')), gap('pos')
-        assert got > 1e-3 and abs(got - want) <= 1e-5 * max(1.0, want), (
-            f'with positions: expected token_perm_gap = {want:.4g} (max |a - b|), got {got:.4g}; permute the token ids')
 
-    def causal_head_not_equivariant():
-        a, b = get('causal.a'), get('causal.b')
-        rows = (a - b[:, x('causal_perm')]).abs().amax(-1)[0]
-        got = float(get('causal.gap'))
-        assert got > 1e-3, f'causal head: expected token_perm_gap > 1e-3, got {got:.3g}; apply the mask when causal'
-        assert rows[-1] < 1e-5, f'causal head: expected the last row unchanged, it moved by {rows[-1]:.3g}'
+@claim
+def unscaled_softmax_saturates(inp, rec):
+    stats_draws(inp, rec, ['max_wt_raw', 'max_wt_scaled', 'jac_raw', 'jac_scaled'])
 
-    def kernel_reference(n, s):
-        i = torch.arange(n, dtype=torch.float64)
-        return -(i[:, None] - i[None, :]) ** 2 / (2 * s * s)
 
-    def kernel_running_mean_at_infinite_bandwidth():
-        S = get('kernel.inf')
-        assert tuple(S.shape) == (10, 10) and S.is_floating_point(), f'expected a (10, 10) float tensor, got {tuple(S.shape)}'
-        assert (S == 0).all(), 'expected all scores exactly 0 at s = inf' + ('; got nan' if S.isnan().any() else '')
+def masked_reference(s):
+    n = s.shape[-1]
+    allowed = torch.ones(n, n).tril().bool()
+    top = torch.where(allowed, s.double(), -math.inf).amax(-1, keepdim=True)
+    e = torch.where(allowed, torch.exp(s.double() - top), 0.0)
+    return e / e.sum(-1, keepdim=True)
 
-    def kernel_gaussian_weights():
-        for n, s in KERNEL_CASES:
-            S, want = get(f'kernel.{n}_{s}'), kernel_reference(n, s)
-            assert tuple(S.shape) == (n, n), f'gaussian_scores({n}, {s}): expected shape ({n}, {n}), got {tuple(S.shape)}'
-            gap = (S.double() - want).abs().max().item()
-            assert gap <= 1e-5 * max(1.0, want.abs().max().item()), (
-                f'gaussian_scores({n}, {s}): expected -(i - j)^2 / (2 s^2), off by {gap:.3g}; check the sign and brackets')
 
-    def ranks(first, cases):
-        for i, case in enumerate(cases, start=first):
-            if first == 0:  # as in the test cells: the generic cases check the type
-                assert text(f'rank{i}.type') == 'int', f'expected a Python int, got {text(f"rank{i}.type")}'
-            got = int(get(f'rank{i}.r'))
-            assert got == case[-1], (f'd={case[0]}, d_k={case[1]}, T={case[2]}, input rank {case[4] or "full"}, '
-                                     f'low-rank map {case[5] or "none"}: expected rank S = {case[-1]}, got {got}; '
-                                     'take matrix_rank of S = q k^T / sqrt(d_k), before any mask')
+def zeroed_reference(s):
+    n = s.shape[-1]
+    return torch.softmax(s.double(), -1) * torch.ones(n, n, dtype=torch.float64).tril()
 
-    def score_rank_generic_input():
-        ranks(0, RANK_GENERIC)
 
-    def score_rank_rank_deficient():
-        ranks(len(RANK_GENERIC), RANK_DEFICIENT)
+def compare(inp, rec, fn, name, reference):
+    s, got = inp.tensor(name), rec.tensor(f'{fn}.{name}')
+    assert tuple(got.shape) == tuple(s.shape), f'input {name}: expected shape {tuple(s.shape)}, got {tuple(got.shape)}'
+    assert rec.text(f'{fn}.{name}.dtype') == str(s.dtype), (f'input {name}: expected dtype {s.dtype}, got '
+                                                         f'{rec.text(f"{fn}.{name}.dtype")}; keep the dtype of s')
+    tol = tolerance(s.dtype)
+    gap = (got.double() - reference(s)).abs().max().item()
+    assert gap < tol, (f'input {name} of shape {tuple(s.shape)}: expected max |difference| from the reference < {tol:g}, '
+                       f'got {gap:.3g}' + ('; nan: 0/0 or inf/inf, mask with -inf before F.softmax' if gap != gap else ''))
 
-    checks = [head_matches_sdpa_reference, head_mask_is_a_buffer, head_has_three_bias_free_maps,
-              head_stashes_detached_weights, rows_in_simplex, output_is_convex_combination, allowed_weights_positive,
-              no_weight_on_the_future, causal_by_perturbation, causal_by_gradient, score_stats_small_case,
-              score_std_is_sqrt_dk, unscaled_softmax_saturates, causal_softmax_masks_before, softmax_then_zero_leaks,
-              equivariant_in_X, still_equivariant_with_positions_in_X, token_perm_without_positions,
-              token_perm_with_positions_breaks, causal_head_not_equivariant, kernel_running_mean_at_infinite_bandwidth,
-              kernel_gaussian_weights, score_rank_generic_input, score_rank_rank_deficient]
-    out = {}
-    for check in checks:
-        try:
-            check()
-            out[check.__name__] = None
-        except Exception as e:  # any failure is a failed verdict, with its reason
-            out[check.__name__] = f'{type(e).__name__}: {e}'
-    return out
+
+@claim
+def causal_softmax_masks_before(inp, rec):
+    for name in MASK_INPUTS + ['s_big', 's_hand3']:
+        compare(inp, rec, 'right', name, masked_reference)
+
+
+@claim
+def softmax_then_zero_leaks(inp, rec):
+    for name in MASK_INPUTS + ['s_hand2']:
+        compare(inp, rec, 'wrong', name, zeroed_reference)
+
+
+def equivariant(inp, rec, a, b):
+    perm = inp.tensor('perm')
+    return (rec.tensor(f'equi.{a}') - rec.tensor(f'equi.{b}')[:, perm]).abs().max().item()
+
+
+@claim
+def equivariant_in_X(inp, rec):
+    gap = equivariant(inp, rec, 'x_perm', 'x')
+    assert gap < 1e-5, f'causal=False: expected Head(x[:, perm]) = Head(x)[:, perm], off by {gap:.3g}; skip the mask'
+
+
+@claim
+def still_equivariant_with_positions_in_X(inp, rec):
+    gap = equivariant(inp, rec, 'xp_perm', 'xp')
+    assert gap < 1e-5, f'causal=False, positions in X: expected equivariance, off by {gap:.3g}; skip the mask'
+
+
+def gap(inp, rec, which):
+    return (rec.tensor(f'tokens.a_{which}') - rec.tensor(f'tokens.b_{which}')[:, inp.tensor('perm')]).abs().max().item()
+
+
+@claim
+def token_perm_without_positions(inp, rec):
+    assert rec.text('tokens.type_nopos') == 'float', f'expected a Python float, got {rec.text("tokens.type_nopos")}'
+    for key in ('gap_nopos', 'gap_cycle'):
+        got = float(rec.tensor(f'tokens.{key}'))
+        assert got < 1e-5, f'no positions ({key}): expected token_perm_gap < 1e-5, got {got:.3g}; permute with perm'
+    got = float(rec.tensor('tokens.gap_nopos'))
+    assert abs(got - gap(inp, rec, 'nopos')) <= 1e-5, f'expected token_perm_gap {gap(inp, rec, "nopos"):.3g}, got {got:.3g}'
+    ident = float(rec.tensor('tokens.gap_ident'))
+    assert ident < 1e-6, f'identity permutation: expected 0, got {ident:.3g}'
+
+
+@claim
+def token_perm_with_positions_breaks(inp, rec):
+    got, want = float(rec.tensor('tokens.gap_pos')), gap(inp, rec, 'pos')
+    assert got > 1e-3 and abs(got - want) <= 1e-5 * max(1.0, want), (
+        f'with positions: expected token_perm_gap = {want:.4g} (max |a - b|), got {got:.4g}; permute the token ids')
+
+
+@claim
+def causal_head_not_equivariant(inp, rec):
+    a, b = rec.tensor('causal.a'), rec.tensor('causal.b')
+    rows = (a - b[:, inp.tensor('causal_perm')]).abs().amax(-1)[0]
+    got = float(rec.tensor('causal.gap'))
+    assert got > 1e-3, f'causal head: expected token_perm_gap > 1e-3, got {got:.3g}; apply the mask when causal'
+    assert rows[-1] < 1e-5, f'causal head: expected the last row unchanged, it moved by {rows[-1]:.3g}'
+
+
+def kernel_reference(n, s):
+    i = torch.arange(n, dtype=torch.float64)
+    return -(i[:, None] - i[None, :]) ** 2 / (2 * s * s)
+
+
+@claim
+def kernel_running_mean_at_infinite_bandwidth(inp, rec):
+    S = rec.tensor('kernel.inf')
+    assert tuple(S.shape) == (10, 10) and S.is_floating_point(), f'expected a (10, 10) float tensor, got {tuple(S.shape)}'
+    assert (S == 0).all(), 'expected all scores exactly 0 at s = inf' + ('; got nan' if S.isnan().any() else '')
+
+
+@claim
+def kernel_gaussian_weights(inp, rec):
+    for n, s in KERNEL_CASES:
+        S, want = rec.tensor(f'kernel.{n}_{s}'), kernel_reference(n, s)
+        assert tuple(S.shape) == (n, n), f'gaussian_scores({n}, {s}): expected shape ({n}, {n}), got {tuple(S.shape)}'
+        gap = (S.double() - want).abs().max().item()
+        assert gap <= 1e-5 * max(1.0, want.abs().max().item()), (
+            f'gaussian_scores({n}, {s}): expected -(i - j)^2 / (2 s^2), off by {gap:.3g}; check the sign and brackets')
+
+
+def ranks(rec, first, cases):
+    for i, case in enumerate(cases, start=first):
+        if first == 0:  # as in the test cells: the generic cases check the type
+            assert rec.text(f'rank{i}.type') == 'int', f'expected a Python int, got {rec.text(f"rank{i}.type")}'
+        got = int(rec.tensor(f'rank{i}.r'))
+        assert got == case[-1], (f'd={case[0]}, d_k={case[1]}, T={case[2]}, input rank {case[4] or "full"}, '
+                                 f'low-rank map {case[5] or "none"}: expected rank S = {case[-1]}, got {got}; '
+                                 'take matrix_rank of S = q k^T / sqrt(d_k), before any mask')
+
+
+@claim
+def score_rank_generic_input(inp, rec):
+    ranks(rec, 0, RANK_GENERIC)
+
+
+@claim
+def score_rank_rank_deficient(inp, rec):
+    ranks(rec, len(RANK_GENERIC), RANK_DEFICIENT)
+

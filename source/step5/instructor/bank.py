@@ -1,19 +1,7 @@
-"""Step 5's bank: realistic student mistakes, each with the test cells meant to catch it, and correct alternatives.
+"""Step 5's bank (multi-head attention, LayerNorm, the feed-forward map, the block and the parameter counts): realistic
+mistakes, each with the test cells meant to catch it, and correct alternatives (course.demo.Variant)."""
 
-Each variant is the perfect submission with a few edits (grade_id of a solution cell, old text, new text), made as a student
-would make them. The kill-matrix test (tests/test_grading.py) and `make demo` autograde every one through nbgrader: a
-mistake must lose points in every cell of `caught_by`, and an alternative must keep full marks.
-"""
-
-from typing import NamedTuple
-
-
-class Variant(NamedTuple):
-    student: str  # its id in the demo class and the kill matrix
-    edits: tuple  # (grade_id of the solution cell, old text, new text), ...
-    caught_by: tuple = ()  # grade_ids of the test cells that must lose points; empty for a correct alternative
-    notebook: str = None  # None: the assignment's only notebook
-
+from course.demo import Variant, in_cell
 
 MUTANTS = []
 ALTERNATIVES = []
@@ -36,24 +24,11 @@ SECOND = 'x = x + self.ffwd(self.ln2(x))'
 FF_BIAS = 'feed_forward = (d * 4 * d + 4 * d) + (4 * d * d + d)'
 
 
-def mha(*edits):
-    return tuple(('mha', old, new) for old, new in edits)
-
-
-def batched(*edits):
-    return tuple(('batched_mha', old, new) for old, new in edits)
-
-
-def ln(*edits):
-    return tuple(('layernorm', old, new) for old, new in edits)
-
-
-def block(*edits):
-    return tuple(('block', old, new) for old, new in edits)
-
-
-def params(*edits):
-    return tuple(('param_formulas', old, new) for old, new in edits)
+mha = in_cell('mha')
+batched = in_cell('batched_mha')
+ln = in_cell('layernorm')
+block = in_cell('block')
+params = in_cell('param_formulas')
 
 
 MUTANTS = [

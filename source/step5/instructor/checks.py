@@ -1,13 +1,13 @@
-"""Step 5's out-of-process checks: the numbers a submission computes, recorded in its kernel, judged in a clean process.
-
-make_inputs() runs in the grader and writes the inputs; PROBE runs last in the student's kernel and records what the
-student's code computes on them (numbers only, and the weights it used); verdicts() runs in the grader, which never runs
-student code, and says for each test cell whether the recorded numbers satisfy its claim, recomputing every reference
-(nn.MultiheadAttention, F.layer_norm, the feed-forward map, the block, the parameter counts) from the recorded weights.
-A test cell scores only if both it and its verdict pass.
-"""
+"""Step 5's claims, judged outside the student's kernel: multi-head attention two ways, LayerNorm, the feed-forward
+map, the pre-norm block, gradients through deep stacks, parameter counts and ranks. Every reference (nn.MultiheadAttention,
+F.layer_norm, the feed-forward map, the block, the counts) is recomputed here from the weights the student's code used."""
 
 import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from course.claims import claim, expect_causal, expect_causal_at_every_position, relative_gap
 
 D, H, T, B = 32, 4, 8, 4
 MHA_CASES = [  # (d, n_head, T_max, T, B, dtype, relative tolerance)
@@ -55,23 +55,13 @@ def make_inputs(seed=20261):
     return x
 
 
-PROBE = r'''
-# The grader's probe: it records what this notebook's code computes on the grader's inputs, to be checked elsewhere.
-def _grader_probe():
-    import numpy as np
+def probe(nb, inp, run, *, MHA_CASES, LN_CASES, FF_DIMS, D, H, T, DEEP, BLOCK_SIZES, GPT_SIZES, RANK_CASES):
+    """In the student's kernel: the attention modules, LayerNorm, FeedForward, Block and the counting functions on the
+    grader's inputs, with the weights they used."""
     import torch
     import torch.nn as nn
-    inp = dict(np.load('_probe_in.npz'))
-    rec = {}
 
-    def run(name, fn):
-        try:
-            for key, value in fn().items():
-                rec[f'{name}.{key}'] = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
-        except BaseException as e:  # noqa: BLE001 -- a failing function records its error and nothing else
-            rec[f'{name}.error'] = np.asarray(repr(e)[:300])
-
-    t = lambda name: torch.from_numpy(inp[name])  # noqa: E731
+    t = inp.tensor
 
     def heads_weights(m):
         W = [torch.cat([getattr(h, n).weight for h in m.heads]) for n in ('query', 'key', 'value')]
@@ -82,11 +72,10 @@ def _grader_probe():
         return {f'lin{i}.{n}': getattr(mod, n) for i, mod in enumerate(lin) for n in ('weight', 'bias')
                 if getattr(mod, n) is not None} | {'n_linear': len(lin)}
 
-    mha_cases = %(mha_cases)r
-    for i, (d, h, t_max, _, _, dtype, _) in enumerate(mha_cases):
+    for i, (d, h, t_max, _, _, dtype, _) in enumerate(MHA_CASES):
         def mha_case(i=i, d=d, h=h, t_max=t_max, dtype=dtype):
             torch.manual_seed(200 + i)
-            m = MultiHeadAttention(d, h, t_max).to(getattr(torch, dtype))
+            m = nb.MultiHeadAttention(d, h, t_max).to(getattr(torch, dtype))
             with torch.no_grad():
                 out = m(t(f'mha{i}.x'))
             W_qkv, W_o = heads_weights(m)
@@ -95,24 +84,24 @@ def _grader_probe():
 
         def batched_case(i=i, d=d, h=h, t_max=t_max, dtype=dtype):
             torch.manual_seed(210 + i)
-            m = BatchedMultiHeadAttention(d, h, t_max).to(getattr(torch, dtype))
+            m = nb.BatchedMultiHeadAttention(d, h, t_max).to(getattr(torch, dtype))
             with torch.no_grad():
                 out = m(t(f'mha{i}.x'))
             return {'out': out, 'W_qkv': m.qkv.weight, 'W_o': m.proj.weight}
         run(f'batched{i}', batched_case)
 
     def structure():
-        m = MultiHeadAttention(32, 4, 8)
+        m = nb.MultiHeadAttention(32, 4, 8)
         return {'modulelist': isinstance(m.heads, nn.ModuleList), 'n_heads': len(m.heads),
                 'head_sizes': [h.key.out_features for h in m.heads], 'proj_bias': m.proj.bias is not None,
                 'n_params': sum(p.numel() for p in m.parameters()),
-                'batched_n_params': sum(p.numel() for p in BatchedMultiHeadAttention(32, 4, 8).parameters())}
+                'batched_n_params': sum(p.numel() for p in nb.BatchedMultiHeadAttention(32, 4, 8).parameters())}
     run('structure', structure)
 
     def copy():
         torch.manual_seed(220)
-        m = MultiHeadAttention(%(d)d, %(h)d, %(T)d)
-        b = BatchedMultiHeadAttention(%(d)d, %(h)d, %(T)d)
+        m = nb.MultiHeadAttention(D, H, T)
+        b = nb.BatchedMultiHeadAttention(D, H, T)
         W_qkv, W_o = heads_weights(m)
         with torch.no_grad():
             b.qkv.weight.copy_(W_qkv)
@@ -121,10 +110,9 @@ def _grader_probe():
             return {'heads': m(x), 'batched': b(x), 'W_qkv': W_qkv, 'W_o': W_o}
     run('copy', copy)
 
-    ln_cases = %(ln_cases)r
-    for i, (d, _, _, _, eps, _) in enumerate(ln_cases):
+    for i, (d, _, _, _, eps, _) in enumerate(LN_CASES):
         def ln_case(i=i, d=d, eps=eps):
-            ln = LayerNorm(d, eps=eps)
+            ln = nb.LayerNorm(d, eps=eps)
             x = t(f'ln{i}.x')
             with torch.no_grad():
                 rec_ = {'fresh_w': ln.weight.clone(), 'fresh_b': ln.bias.clone(), 'out0': ln(x)}
@@ -135,10 +123,10 @@ def _grader_probe():
             return rec_
         run(f'ln{i}', ln_case)
 
-    for dd in %(ff_dims)r:
+    for dd in FF_DIMS:
         def ff_case(dd=dd):
             torch.manual_seed(230 + dd)
-            f = FeedForward(dd)
+            f = nb.FeedForward(dd)
             with torch.no_grad():
                 return {'out': f(t(f'ff{dd}.x')), 'n_params': sum(p.numel() for p in f.parameters())} | linears(f)
         run(f'ff{dd}', ff_case)
@@ -150,7 +138,7 @@ def _grader_probe():
 
     def block_residual():
         torch.manual_seed(240)
-        blk = Block(%(d)d, %(h)d, %(T)d)
+        blk = nb.Block(D, H, T)
         with torch.no_grad():
             blk.attn.proj.weight.zero_()
             last = [m for m in blk.ffwd.modules() if isinstance(m, nn.Linear)][-1]
@@ -161,7 +149,7 @@ def _grader_probe():
 
     def block_reference():
         torch.manual_seed(241)
-        blk = Block(%(d)d, %(h)d, %(T)d)
+        blk = nb.Block(D, H, T)
         with torch.no_grad():
             for p in blk.parameters():
                 p.add_(0.3 * torch.randn_like(p))
@@ -170,17 +158,17 @@ def _grader_probe():
 
     def perturbed():
         torch.manual_seed(242)
-        blk = Block(%(d)d, %(h)d, %(T)d)
+        blk = nb.Block(D, H, T)
         with torch.no_grad():
-            return {f'out{j}': blk(t(f'pert{j}.x')) for j in range(%(T)d)} | {'base': blk(t('block.x'))}
+            return {f'out{j}': blk(t(f'pert{j}.x')) for j in range(T)} | {'base': blk(t('block.x'))}
     run('pert', perturbed)
 
     def deep():
-        n_layer, dd, hh, tt = %(deep)r
+        n_layer, dd, hh, tt = DEEP
         torch.manual_seed(250)
-        blocks = [Block(dd, hh, tt) for _ in range(n_layer)]
+        blocks = [nb.Block(dd, hh, tt) for _ in range(n_layer)]
         x, g = t('deep.x'), t('deep.g')
-        out = {f'{int(r)}{int(n)}': input_grad_norms(blocks, x, g, r, n) for r in (True, False) for n in (True, False)}
+        out = {f'{int(r)}{int(n)}': nb.input_grad_norms(blocks, x, g, r, n) for r in (True, False) for n in (True, False)}
         xr = x.clone().requires_grad_(True)
         h = xr
         for blk in blocks:
@@ -189,26 +177,19 @@ def _grader_probe():
         return out | {'auto': xr.grad.norm()}
     run('deep', deep)
 
-    run('block_params', lambda: {f'{dd}_{int(ab)}': block_params(dd, attn_bias=ab) for dd in %(block_sizes)r
+    run('block_params', lambda: {f'{dd}_{int(ab)}': nb.block_params(dd, attn_bias=ab) for dd in BLOCK_SIZES
                                  for ab in (False, True)})
-    run('gpt_params', lambda: {f'{i}_{int(ab)}_{int(tied)}': gpt_params(*size, attn_bias=ab, tied=tied)
-                               for i, size in enumerate(%(gpt_sizes)r) for ab in (False, True) for tied in (False, True)})
+    run('gpt_params', lambda: {f'{i}_{int(ab)}_{int(tied)}': nb.gpt_params(*size, attn_bias=ab, tied=tied)
+                               for i, size in enumerate(GPT_SIZES) for ab in (False, True) for tied in (False, True)})
 
     def ranks():
         out = {}
-        for i, (dd, hh, tt) in enumerate(%(rank_cases)r):
+        for i, (dd, hh, tt) in enumerate(RANK_CASES):
             torch.manual_seed(260 + i)
-            r = rank_report(MultiHeadAttention(dd, hh, max(tt, 8)), t(f'rank{i}.x'))
+            r = nb.rank_report(nb.MultiHeadAttention(dd, hh, max(tt, 8)), t(f'rank{i}.x'))
             out |= {f'{i}.scores': list(r['scores']), f'{i}.head_maps': list(r['head_maps']), f'{i}.layer_map': r['layer_map']}
         return out
     run('rank', ranks)
-    np.savez('_probe_out.npz', **rec)
-
-
-_grader_probe()
-del _grader_probe
-''' % {'mha_cases': MHA_CASES, 'ln_cases': LN_CASES, 'ff_dims': FF_DIMS, 'd': D, 'h': H, 'T': T, 'deep': DEEP,
-       'block_sizes': BLOCK_SIZES, 'gpt_sizes': GPT_SIZES, 'rank_cases': RANK_CASES}
 
 
 def true_block_params(d, attn_bias):
@@ -220,170 +201,179 @@ def true_gpt_params(V, T_max, d, n_layer, attn_bias, tied):
     return V * d + T_max * d + n_layer * true_block_params(d, attn_bias) + 2 * d + (0 if tied else V * d)
 
 
-def verdicts(inp, rec):
-    """{test cell grade_id: None if the recorded numbers satisfy its claim, else why not}, computed without student code."""
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
+def torch_mha(xx, W_qkv, W_o, n_head):
+    """nn.MultiheadAttention (bias-free, batch-first, causal) with the given weights, on xx (B,T,d)."""
+    d, t = xx.shape[-1], xx.shape[1]
+    ref = nn.MultiheadAttention(d, n_head, bias=False, batch_first=True).to(xx.dtype)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(W_qkv)
+        ref.out_proj.weight.copy_(W_o)
+        future = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        return ref(xx, xx, xx, attn_mask=future, need_weights=False)[0]
 
-    def get(key):
-        if key not in rec:
-            name = key.split('.')[0]
-            raise LookupError(f'{name}: {rec[name + ".error"]}' if name + '.error' in rec else f'{key} was not recorded')
-        return torch.from_numpy(np.array(rec[key]))
 
-    def x(name):
-        return torch.from_numpy(inp[name])
+def matches_torch(inp, rec, kind):
+    for i, (_, h, _, _, _, _, tol) in enumerate(MHA_CASES):
+        ref = torch_mha(inp.tensor(f'mha{i}.x'), rec.tensor(f'{kind}{i}.W_qkv'), rec.tensor(f'{kind}{i}.W_o'), h)
+        gap = relative_gap(rec.tensor(f'{kind}{i}.out'), ref)
+        assert gap < tol, f'case {i}: relative difference {gap:.3g} from nn.MultiheadAttention'
 
-    def torch_mha(xx, W_qkv, W_o, n_head):
-        """nn.MultiheadAttention (bias-free, batch-first, causal) with the given weights, on xx (B,T,d)."""
-        d, t = xx.shape[-1], xx.shape[1]
-        ref = nn.MultiheadAttention(d, n_head, bias=False, batch_first=True).to(xx.dtype)
-        with torch.no_grad():
-            ref.in_proj_weight.copy_(W_qkv)
-            ref.out_proj.weight.copy_(W_o)
-            future = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
-            return ref(xx, xx, xx, attn_mask=future, need_weights=False)[0]
 
-    def rel_gap(out, ref):
-        assert out.shape == ref.shape, f'shape {tuple(out.shape)}, expected {tuple(ref.shape)}'
-        return ((out - ref).abs().max() / ref.abs().max()).item()
+@claim
+def mha_matches_torch_multihead_attention(inp, rec):
+    matches_torch(inp, rec, 'mha')
 
-    def matches_torch(kind):
-        for i, (_, h, _, _, _, _, tol) in enumerate(MHA_CASES):
-            ref = torch_mha(x(f'mha{i}.x'), get(f'{kind}{i}.W_qkv'), get(f'{kind}{i}.W_o'), h)
-            gap = rel_gap(get(f'{kind}{i}.out'), ref)
-            assert gap < tol, f'case {i}: relative difference {gap:.3g} from nn.MultiheadAttention'
 
-    def mha_matches_torch_multihead_attention():
-        matches_torch('mha')
+@claim
+def mha_has_h_bias_free_heads_and_projection(inp, rec):
+    s = {k: rec.tensor(f'structure.{k}').tolist() for k in ('modulelist', 'n_heads', 'head_sizes', 'proj_bias', 'n_params')}
+    assert s == {'modulelist': True, 'n_heads': 4, 'head_sizes': [8] * 4, 'proj_bias': False, 'n_params': 4096}, s
 
-    def mha_has_h_bias_free_heads_and_projection():
-        s = {k: get(f'structure.{k}').tolist() for k in ('modulelist', 'n_heads', 'head_sizes', 'proj_bias', 'n_params')}
-        assert s == {'modulelist': True, 'n_heads': 4, 'head_sizes': [8] * 4, 'proj_bias': False, 'n_params': 4096}, s
 
-    def batched_matches_torch_multihead_attention():
-        matches_torch('batched')
-        assert int(get('structure.batched_n_params')) == 4096, 'BatchedMultiHeadAttention(32, 4, 8) is not 4 d^2 parameters'
+@claim
+def batched_matches_torch_multihead_attention(inp, rec):
+    matches_torch(inp, rec, 'batched')
+    assert int(rec.tensor('structure.batched_n_params')) == 4096, (
+        'BatchedMultiHeadAttention(32, 4, 8) is not 4 d^2 parameters')
 
-    def batched_agrees_with_heads_after_copy():
-        a, b = get('copy.heads'), get('copy.batched')
-        assert rel_gap(b, a) < 1e-5, 'the two ways disagree after the copy'
-        assert rel_gap(a, torch_mha(x('mha0.x'), get('copy.W_qkv'), get('copy.W_o'), H)) < 1e-5, 'neither is attention'
 
-    def ln_ref(i, w=None, b=None):
-        d, _, _, _, eps, _ = LN_CASES[i]
-        return F.layer_norm(x(f'ln{i}.x'), (d,), w, b, eps)
+@claim
+def batched_agrees_with_heads_after_copy(inp, rec):
+    a, b = rec.tensor('copy.heads'), rec.tensor('copy.batched')
+    assert relative_gap(b, a) < 1e-5, 'the two ways disagree after the copy'
+    ref = torch_mha(inp.tensor('mha0.x'), rec.tensor('copy.W_qkv'), rec.tensor('copy.W_o'), H)
+    assert relative_gap(a, ref) < 1e-5, 'neither is attention'
 
-    def layernorm_matches_torch():
-        for i, (d, *_, tol) in enumerate(LN_CASES):
-            ref = ln_ref(i, x(f'ln{i}.w'), x(f'ln{i}.b'))
-            assert rel_gap(get(f'ln{i}.out'), ref) < tol, f'case {i}: LayerNorm differs from F.layer_norm'
-            assert rel_gap(get(f'ln{i}.out0'), ln_ref(i)) < tol, f'case {i}: a fresh LayerNorm differs from F.layer_norm'
-            assert torch.equal(get(f'ln{i}.fresh_w'), torch.ones(d)) and torch.equal(get(f'ln{i}.fresh_b'), torch.zeros(d))
 
-    def ln_invariance(which):
-        out, moved = get('ln0.out'), get(f'ln0.{which}')
-        assert out.shape == moved.shape and out.std(-1).min() > 0.1, 'LayerNorm output is degenerate'
-        assert (out - moved).abs().max() < 1e-4, f'LN of the {which} rows differs from LN of the rows'
+def ln_ref(inp, i, w=None, b=None):
+    d, _, _, _, eps, _ = LN_CASES[i]
+    return F.layer_norm(inp.tensor(f'ln{i}.x'), (d,), w, b, eps)
 
-    def layernorm_shift_invariant():
-        ln_invariance('shifted')
 
-    def layernorm_scale_invariant():
-        ln_invariance('scaled')
+@claim
+def layernorm_matches_torch(inp, rec):
+    for i, (d, *_, tol) in enumerate(LN_CASES):
+        ref = ln_ref(inp, i, inp.tensor(f'ln{i}.w'), inp.tensor(f'ln{i}.b'))
+        assert relative_gap(rec.tensor(f'ln{i}.out'), ref) < tol, f'case {i}: LayerNorm differs from F.layer_norm'
+        assert relative_gap(rec.tensor(f'ln{i}.out0'), ln_ref(inp, i)) < tol, (
+            f'case {i}: a fresh LayerNorm differs from F.layer_norm')
+        assert torch.equal(rec.tensor(f'ln{i}.fresh_w'), torch.ones(d))
+        assert torch.equal(rec.tensor(f'ln{i}.fresh_b'), torch.zeros(d))
 
-    def feedforward_is_a_4x_gelu_mlp():
-        for dd in FF_DIMS:
-            assert int(get(f'ff{dd}.n_linear')) == 2, 'not two linear maps'
-            w1, b1, w2, b2 = (get(f'ff{dd}.lin{i}.{n}') for i in (0, 1) for n in ('weight', 'bias'))
-            assert tuple(w1.shape) == (4 * dd, dd) and tuple(w2.shape) == (dd, 4 * dd), 'not d -> 4d -> d'
-            assert int(get(f'ff{dd}.n_params')) == 8 * dd * dd + 5 * dd, 'not 8 d^2 + 5 d parameters'
-            ref = F.linear(F.gelu(F.linear(x(f'ff{dd}.x'), w1, b1)), w2, b2)
-            assert (get(f'ff{dd}.out') - ref).abs().max() < 1e-5, 'not Linear(GELU(Linear(x)))'
 
-    def block_ref(xx):
-        w = {k: get(f'block.{k}') for k in ('ln1.w', 'ln1.b', 'ln2.w', 'ln2.b', 'W_qkv', 'W_o')}
-        assert int(get('block.n_linear')) == 2, 'ffwd does not hold two linear maps'
-        w1, b1, w2, b2 = (get(f'block.lin{i}.{n}') for i in (0, 1) for n in ('weight', 'bias'))
-        h = xx + torch_mha(F.layer_norm(xx, (D,), w['ln1.w'], w['ln1.b']), w['W_qkv'], w['W_o'], H)
-        return h + F.linear(F.gelu(F.linear(F.layer_norm(h, (D,), w['ln2.w'], w['ln2.b']), w1, b1)), w2, b2)
+def ln_invariance(rec, which):
+    out, moved = rec.tensor('ln0.out'), rec.tensor(f'ln0.{which}')
+    assert out.shape == moved.shape and out.std(-1).min() > 0.1, 'LayerNorm output is degenerate'
+    assert (out - moved).abs().max() < 1e-4, f'LN of the {which} rows differs from LN of the rows'
 
-    def block_residual_path():
-        assert torch.equal(get('residual.out'), x('block.x')), 'Block(x) is not x when both branches are zero'
 
-    def block_is_pre_norm():
-        assert (get('block.offset').mean(-1) > 5).all(), 'the output of Block(x + 10) lost its offset: normalised'
-        assert (get('block.out') - block_ref(x('block.x'))).abs().max() < 1e-4, 'Block differs from the pre-norm reference'
+@claim
+def layernorm_shift_invariant(inp, rec):
+    ln_invariance(rec, 'shifted')
 
-    def block_causal_by_perturbation():
-        base, out = get('pert.base'), get('pert.out5')
-        assert torch.equal(out[:, :5], base[:, :5]), 'outputs 0-4 changed when only x_5 changed'
-        assert not torch.allclose(out[:, 5:], base[:, 5:]), 'outputs 5.. did not change when x_5 changed'
 
-    def block_causal_by_gradient():
-        base = get('pert.base')
-        for j in range(T):  # out_3 depends on x_j exactly for j <= 3
-            changed = not torch.equal(get(f'pert.out{j}')[:, 3], base[:, 3])
-            assert changed == (j <= 3), f'out_3 {"depends" if changed else "does not depend"} on x_{j}'
+@claim
+def layernorm_scale_invariant(inp, rec):
+    ln_invariance(rec, 'scaled')
 
-    def deep_norms(config):
-        n = get(f'deep.{config}').double()
-        g = x('deep.g').double().norm()
-        assert n.shape == (DEEP[0] + 1,), f'{config}: {tuple(n.shape)} norms, expected {DEEP[0] + 1}'
-        assert abs(n[-1] - g) < 1e-4 * g, f'{config}: the last norm is not ||g||'
-        return n
 
-    def residuals_keep_the_input_gradient():
-        for config in ('11', '10'):
-            n = deep_norms(config)
-            assert 1 <= n[0] / n[-1] < 10, f'residual={config[0]}, norm={config[1]}: input/top ratio {n[0] / n[-1]:.3g}'
-        auto = float(get('deep.auto'))
-        assert abs(float(get('deep.11')[0]) - auto) < 1e-4 * auto, 'the input norm is not the gradient through the Blocks'
+@claim
+def feedforward_is_a_4x_gelu_mlp(inp, rec):
+    for dd in FF_DIMS:
+        assert int(rec.tensor(f'ff{dd}.n_linear')) == 2, 'not two linear maps'
+        w1, b1, w2, b2 = (rec.tensor(f'ff{dd}.lin{i}.{n}') for i in (0, 1) for n in ('weight', 'bias'))
+        assert tuple(w1.shape) == (4 * dd, dd) and tuple(w2.shape) == (dd, 4 * dd), 'not d -> 4d -> d'
+        assert int(rec.tensor(f'ff{dd}.n_params')) == 8 * dd * dd + 5 * dd, 'not 8 d^2 + 5 d parameters'
+        ref = F.linear(F.gelu(F.linear(inp.tensor(f'ff{dd}.x'), w1, b1)), w2, b2)
+        assert (rec.tensor(f'ff{dd}.out') - ref).abs().max() < 1e-5, 'not Linear(GELU(Linear(x)))'
 
-    def plain_stack_gradient_vanishes():
-        plain, ln_only = deep_norms('00'), deep_norms('01')
-        assert plain[0] / plain[-1] < 1e-8, f'without residuals or LayerNorm the ratio is {plain[0] / plain[-1]:.3g}'
-        assert ln_only[0] / ln_only[-1] > 1e6 * plain[0] / plain[-1], 'LayerNorm alone does not keep the gradient'
 
-    def block_param_formula():
-        for dd in BLOCK_SIZES:
-            for ab in (False, True):
-                got = int(get(f'block_params.{dd}_{int(ab)}'))
-                assert got == true_block_params(dd, ab), f'block_params({dd}, attn_bias={ab}) = {got:,}'
+def block_ref(rec, xx):
+    w = {k: rec.tensor(f'block.{k}') for k in ('ln1.w', 'ln1.b', 'ln2.w', 'ln2.b', 'W_qkv', 'W_o')}
+    assert int(rec.tensor('block.n_linear')) == 2, 'ffwd does not hold two linear maps'
+    w1, b1, w2, b2 = (rec.tensor(f'block.lin{i}.{n}') for i in (0, 1) for n in ('weight', 'bias'))
+    h = xx + torch_mha(F.layer_norm(xx, (D,), w['ln1.w'], w['ln1.b']), w['W_qkv'], w['W_o'], H)
+    return h + F.linear(F.gelu(F.linear(F.layer_norm(h, (D,), w['ln2.w'], w['ln2.b']), w1, b1)), w2, b2)
 
-    def gpt_count(i, ab, tied):
-        got = int(get(f'gpt_params.{i}_{int(ab)}_{int(tied)}'))
-        assert got == true_gpt_params(*GPT_SIZES[i], ab, tied), f'gpt_params{GPT_SIZES[i]}, {ab}, {tied} = {got:,}'
 
-    def gpt_param_formula():
-        for i in range(len(GPT_SIZES) - 1):
-            for ab in (False, True):
-                for tied in (False, True):
-                    gpt_count(i, ab, tied)
+@claim
+def block_residual_path(inp, rec):
+    assert torch.equal(rec.tensor('residual.out'), inp.tensor('block.x')), 'Block(x) is not x when both branches are zero'
 
-    def gpt2_small_count():
-        assert true_gpt_params(*GPT_SIZES[-1], True, True) == 124_439_808  # the grader's own formula, checked
-        gpt_count(len(GPT_SIZES) - 1, True, True)
-        gpt_count(len(GPT_SIZES) - 1, True, False)
 
-    def ranks_low_per_head_full_for_the_layer():
-        for i, (dd, hh, tt) in enumerate(RANK_CASES):
-            got = {k: get(f'rank.{i}.{k}').tolist() for k in ('scores', 'head_maps', 'layer_map')}
-            want = {'scores': [min(dd // hh, tt)] * hh, 'head_maps': [dd // hh] * hh, 'layer_map': dd}
-            assert got == want, f'case {i}: {got}, expected {want}'
+@claim
+def block_is_pre_norm(inp, rec):
+    assert (rec.tensor('block.offset').mean(-1) > 5).all(), 'the output of Block(x + 10) lost its offset: normalised'
+    gap = (rec.tensor('block.out') - block_ref(rec, inp.tensor('block.x'))).abs().max()
+    assert gap < 1e-4, 'Block differs from the pre-norm reference'
 
-    checks = [mha_matches_torch_multihead_attention, mha_has_h_bias_free_heads_and_projection,
-              batched_matches_torch_multihead_attention, batched_agrees_with_heads_after_copy, layernorm_matches_torch,
-              layernorm_shift_invariant, layernorm_scale_invariant, feedforward_is_a_4x_gelu_mlp, block_residual_path,
-              block_is_pre_norm, block_causal_by_perturbation, block_causal_by_gradient, residuals_keep_the_input_gradient,
-              plain_stack_gradient_vanishes, block_param_formula, gpt_param_formula, gpt2_small_count,
-              ranks_low_per_head_full_for_the_layer]
-    out = {}
-    for check in checks:
-        try:
-            check()
-            out[check.__name__] = None
-        except Exception as e:  # any failure is a failed verdict, with its reason
-            out[check.__name__] = f'{type(e).__name__}: {e}'
-    return out
+
+@claim
+def block_causal_by_perturbation(inp, rec):
+    expect_causal(rec.tensor('pert.base'), rec.tensor('pert.out5'), 5)
+
+
+@claim
+def block_causal_by_gradient(inp, rec):
+    expect_causal_at_every_position([rec.tensor(f'pert.out{j}') for j in range(T)], rec.tensor('pert.base'), 3)
+
+
+def deep_norms(inp, rec, config):
+    n = rec.tensor(f'deep.{config}').double()
+    g = inp.tensor('deep.g').double().norm()
+    assert n.shape == (DEEP[0] + 1,), f'{config}: {tuple(n.shape)} norms, expected {DEEP[0] + 1}'
+    assert abs(n[-1] - g) < 1e-4 * g, f'{config}: the last norm is not ||g||'
+    return n
+
+
+@claim
+def residuals_keep_the_input_gradient(inp, rec):
+    for config in ('11', '10'):
+        n = deep_norms(inp, rec, config)
+        assert 1 <= n[0] / n[-1] < 10, f'residual={config[0]}, norm={config[1]}: input/top ratio {n[0] / n[-1]:.3g}'
+    auto = float(rec.tensor('deep.auto'))
+    assert abs(float(rec.tensor('deep.11')[0]) - auto) < 1e-4 * auto, 'the input norm is not the gradient through the Blocks'
+
+
+@claim
+def plain_stack_gradient_vanishes(inp, rec):
+    plain, ln_only = deep_norms(inp, rec, '00'), deep_norms(inp, rec, '01')
+    assert plain[0] / plain[-1] < 1e-8, f'without residuals or LayerNorm the ratio is {plain[0] / plain[-1]:.3g}'
+    assert ln_only[0] / ln_only[-1] > 1e6 * plain[0] / plain[-1], 'LayerNorm alone does not keep the gradient'
+
+
+@claim
+def block_param_formula(inp, rec):
+    for dd in BLOCK_SIZES:
+        for ab in (False, True):
+            got = int(rec.tensor(f'block_params.{dd}_{int(ab)}'))
+            assert got == true_block_params(dd, ab), f'block_params({dd}, attn_bias={ab}) = {got:,}'
+
+
+def gpt_count(rec, i, ab, tied):
+    got = int(rec.tensor(f'gpt_params.{i}_{int(ab)}_{int(tied)}'))
+    assert got == true_gpt_params(*GPT_SIZES[i], ab, tied), f'gpt_params{GPT_SIZES[i]}, {ab}, {tied} = {got:,}'
+
+
+@claim
+def gpt_param_formula(inp, rec):
+    for i in range(len(GPT_SIZES) - 1):
+        for ab in (False, True):
+            for tied in (False, True):
+                gpt_count(rec, i, ab, tied)
+
+
+@claim
+def gpt2_small_count(inp, rec):
+    assert true_gpt_params(*GPT_SIZES[-1], True, True) == 124_439_808  # the grader's own formula, checked
+    gpt_count(rec, len(GPT_SIZES) - 1, True, True)
+    gpt_count(rec, len(GPT_SIZES) - 1, True, False)
+
+
+@claim
+def ranks_low_per_head_full_for_the_layer(inp, rec):
+    for i, (dd, hh, tt) in enumerate(RANK_CASES):
+        got = {k: rec.tensor(f'rank.{i}.{k}').tolist() for k in ('scores', 'head_maps', 'layer_map')}
+        want = {'scores': [min(dd // hh, tt)] * hh, 'head_maps': [dd // hh] * hh, 'layer_map': dd}
+        assert got == want, f'case {i}: {got}, expected {want}'
+

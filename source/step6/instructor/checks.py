@@ -1,16 +1,16 @@
-"""Step 6's out-of-process checks: the numbers a submission computes, recorded in its kernel, judged in a clean process.
-
-make_inputs() runs in the grader and writes the inputs; PROBE runs last in the student's kernel and records what the
-student's code computes on them (numbers only); verdicts() runs in the grader, which never runs student code, and says for
-each test cell whether the recorded numbers satisfy its claim. A test cell scores only if both it and its verdict pass.
-The GPT's logits are re-derived here from the student's own recorded weights by an independent implementation
-(F.layer_norm, F.scaled_dot_product_attention), and the trained model's from the step's checkpoint.
-"""
+"""Step 6's claims, judged outside the student's kernel: get_batch, sampling, the GPT, its training step and loss
+estimates, and the trained model's heads. The GPT's logits are re-derived here from the student's own recorded weights
+by an independent implementation (F.layer_norm, F.scaled_dot_product_attention), and the trained model's from the step's
+checkpoint."""
 
 import math
 from pathlib import Path
 
 import numpy as np
+import torch
+import torch.nn.functional as F
+
+from course.claims import claim, expect_causal
 
 STEP = Path(__file__).resolve().parent.parent  # source/step6
 ROOT = STEP.parent.parent
@@ -42,55 +42,41 @@ def make_inputs(seed=20266):
     return x
 
 
-PROBE = r'''
-# The grader's probe: it records what this notebook's code computes on the grader's inputs, to be checked elsewhere.
-def _grader_probe():
+def probe(nb, inp, run, *, SAMPLE_CASES, N_DRAWS):
+    """In the student's kernel: get_batch, sample_next, GPT and its training functions on the grader's inputs, and the
+    trained model of the notebook."""
     import numpy as np
     import torch
-    inp = dict(np.load('_probe_in.npz'))
-    rec = {}
-    g = globals()
 
-    def run(name, fn):
-        try:
-            for key, value in fn().items():
-                rec[f'{name}.{key}'] = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
-        except BaseException as e:  # noqa: BLE001 -- a failing function records its error and nothing else
-            rec[f'{name}.error'] = np.asarray(repr(e)[:300])
-
-    t = lambda name: torch.from_numpy(inp[name])  # noqa: E731
+    t = inp.tensor
 
     def with_arange_data(fn):
-        saved = g['data'], g['train_data'], g['val_data']
-        g['train_data'], g['val_data'] = torch.arange(0, 1000), torch.arange(5000, 5100)
-        g['data'] = torch.cat([g['train_data'], g['val_data']])
-        try:
+        train, val = torch.arange(0, 1000), torch.arange(5000, 5100)
+        with nb.replaced(data=torch.cat([train, val]), train_data=train, val_data=val):
             return fn()
-        finally:
-            g['data'], g['train_data'], g['val_data'] = saved
 
     def batches():
         out = {}
         for split in ('train', 'val'):
-            out[f'{split}_x'], out[f'{split}_y'] = get_batch(split, 256, 5)
-            out[f'{split}_a'] = get_batch(split, 8, 5, generator=torch.Generator().manual_seed(3))[0]
-            out[f'{split}_b'] = get_batch(split, 8, 5, generator=torch.Generator().manual_seed(3))[0]
+            out[f'{split}_x'], out[f'{split}_y'] = nb.get_batch(split, 256, 5)
+            out[f'{split}_a'] = nb.get_batch(split, 8, 5, generator=torch.Generator().manual_seed(3))[0]
+            out[f'{split}_b'] = nb.get_batch(split, 8, 5, generator=torch.Generator().manual_seed(3))[0]
         return out
     run('batch', lambda: with_arange_data(batches))
 
     def sampler():
         torch.manual_seed(300)
-        out = {'argmax': sample_next(t('argmax.z'), temperature=1e-4)}
+        out = {'argmax': nb.sample_next(t('argmax.z'), temperature=1e-4)}
         for k in (1, 3):
-            out[f'topk{k}'] = sample_next(t('topk.z'), temperature=1.5, top_k=k)
-        for i, (tau, k) in enumerate(%(cases)r):
-            out[f'dist{i}'] = sample_next(t('dist.z').expand(%(n)d, -1), temperature=tau, top_k=k)
+            out[f'topk{k}'] = nb.sample_next(t('topk.z'), temperature=1.5, top_k=k)
+        for i, (tau, k) in enumerate(SAMPLE_CASES):
+            out[f'dist{i}'] = nb.sample_next(t('dist.z').expand(N_DRAWS, -1), temperature=tau, top_k=k)
         return out
     run('sample', sampler)
 
     def model():
         torch.manual_seed(301)
-        m = GPT(65, 8, 32, 4, 2)
+        m = nb.GPT(65, 8, 32, 4, 2)
         with torch.no_grad():
             logits, loss = m(t('gpt.idx'), t('gpt.targets'))
             nologits, noloss = m(t('gpt.idx')[:2, :3])
@@ -109,7 +95,7 @@ def _grader_probe():
 
     def init():
         torch.manual_seed(303)
-        m = GPT(65, 32, 64, 4, 2)
+        m = nb.GPT(65, 32, 64, 4, 2)
         with torch.no_grad():
             logits, loss = m(t('init.idx'), t('init.targets'))
         return {'logits': logits, 'loss': loss}
@@ -117,40 +103,40 @@ def _grader_probe():
 
     def steps():
         torch.manual_seed(304)
-        m = GPT(65, 8, 32, 4, 2)
+        m = nb.GPT(65, 8, 32, 4, 2)
         opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
         x, y = t('step.x1'), t('step.y1')
         with torch.no_grad():
             before = m(x, y)[1].item()
-        got = train_step(m, opt, x, y)
+        got = nb.train_step(m, opt, x, y)
         with torch.no_grad():
             after = m(x, y)[1].item()
         torch.manual_seed(305)
-        m = GPT(65, 8, 32, 4, 2)
+        m = nb.GPT(65, 8, 32, 4, 2)
         opt = torch.optim.SGD(m.parameters(), lr=0.0)
-        train_step(m, opt, t('step.x1'), t('step.y1'))
-        train_step(m, opt, t('step.x2'), t('step.y2'))
+        nb.train_step(m, opt, t('step.x1'), t('step.y1'))
+        nb.train_step(m, opt, t('step.x2'), t('step.y2'))
         left = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in m.parameters()]
         m.zero_grad()
         m(t('step.x2'), t('step.y2'))[1].backward()
-        gap = max((a - p.grad).abs().max().item() for a, p in zip(left, m.parameters()))
+        gap = max((a - p.grad).abs().max().item() for a, p in zip(left, m.parameters(), strict=True))
         return {'is_float': isinstance(got, float), 'got': float(got), 'before': before, 'after': after, 'grad_gap': gap}
     run('step', steps)
 
     def overfit():
-        losses = overfit_one_batch(seed=12)
+        losses = nb.overfit_one_batch(seed=12)
         return {'n': len(losses), 'last': float(losses[-1])}
     run('overfit', overfit)
 
     def estimates():
-        spy = Spy()
+        spy = nb.Spy()
         spy.train()
-        est = estimate_loss(spy, eval_iters=4, B=3, T=5)
-        again = estimate_loss(spy, eval_iters=4, B=3, T=5)
+        est = nb.estimate_loss(spy, eval_iters=4, B=3, T=5)
+        again = nb.estimate_loss(spy, eval_iters=4, B=3, T=5)
         calls = np.array(spy.calls, dtype=float)
-        spy2 = Spy()
+        spy2 = nb.Spy()
         spy2.eval()
-        estimate_loss(spy2, eval_iters=2, B=2, T=4)
+        nb.estimate_loss(spy2, eval_iters=2, B=2, T=4)
         return {'train': est['train'], 'val': est['val'], 'again_train': again['train'], 'again_val': again['val'],
                 'types_ok': all(isinstance(v, float) for v in est.values()) and set(est) == {'train', 'val'},
                 'calls': calls, 'restored': spy.training, 'kept_eval': not spy2.training}
@@ -158,33 +144,24 @@ def _grader_probe():
 
     def offsets():
         A = t('maps')
-        return {f'w{o}': weight_at_offset(A, o) for o in (0, 1, 2)}
+        return {f'w{o}': nb.weight_at_offset(A, o) for o in (0, 1, 2)}
     run('offset', offsets)
 
     def trained():
-        m = load_trained()
+        m = nb.load_trained()
         with torch.no_grad():
             logits, loss = m(t('val.x'), t('val.y'))
         out = {'logits': logits, 'loss': loss}
-        for l, block in enumerate(m.blocks):
+        for layer, block in enumerate(m.blocks):
             for h, head in enumerate(block.attn.heads):
-                out[f'A{l}_{h}'] = head.A
-                out[f'w{l}_{h}'] = weight_at_offset(head.A, 1)
+                out[f'A{layer}_{h}'] = head.A
+                out[f'w{layer}_{h}'] = nb.weight_at_offset(head.A, 1)
         return out
     run('trained', trained)
-    np.savez('_probe_out.npz', **rec)
-
-
-_grader_probe()
-del _grader_probe
-''' % {'cases': SAMPLE_CASES, 'n': N_DRAWS}
 
 
 def ref_logits(sd, idx, n_head):
     """Logits of a GPT with state_dict sd (torch tensors), computed independently of any student code."""
-    import torch
-    import torch.nn.functional as F
-
     T = idx.shape[1]
     x = sd['token_embedding_table.weight'][idx] + sd['position_embedding_table.weight'][:T]
     d = x.shape[-1]
@@ -204,187 +181,201 @@ def ref_logits(sd, idx, n_head):
 
 
 def ref_greedy(sd, prompt, n, T_max, n_head):
-    import torch
-
     seq = prompt.clone()
     for _ in range(n):
         seq = torch.cat([seq, ref_logits(sd, seq[:, -T_max:], n_head)[:, -1].argmax(-1, keepdim=True)], 1)
     return seq
 
 
-def verdicts(inp, rec):
-    """{test cell grade_id: None if the recorded numbers satisfy its claim, else why not}, computed without student code."""
-    import torch
-    import torch.nn.functional as F
+def student_sd(rec):
+    sd = {k[len('gpt.sd.'):]: rec.tensor(k) for k in rec if k.startswith('gpt.sd.')}
+    assert sd, 'the state_dict was not recorded'
+    return sd
 
-    def get(key):
-        if key not in rec:
-            name = key.split('.')[0]
-            raise LookupError(f'{name}: {rec[name + ".error"]}' if name + '.error' in rec else f'{key} was not recorded')
-        return torch.from_numpy(np.array(rec[key]))
 
-    def x(name):
-        return torch.from_numpy(inp[name])
+@claim
+def get_batch_targets_shifted_by_one(inp, rec):
+    for split in ('train', 'val'):
+        bx, by = rec.tensor('batch.' + split + '_x'), rec.tensor('batch.' + split + '_y')
+        assert tuple(bx.shape) == (256, 5) and bx.dtype == torch.int64, f'{split} batch shape {tuple(bx.shape)}'
+        assert torch.equal(by, bx + 1), f'{split}: y is not x shifted by one'
 
-    def student_sd():
-        sd = {k[len('gpt.sd.'):]: torch.from_numpy(np.array(v)) for k, v in rec.items() if k.startswith('gpt.sd.')}
-        assert sd, 'the state_dict was not recorded'
-        return sd
 
-    def get_batch_targets_shifted_by_one():
-        for split in ('train', 'val'):
-            bx, by = get('batch.' + split + '_x'), get('batch.' + split + '_y')
-            assert tuple(bx.shape) == (256, 5) and bx.dtype == torch.int64, f'{split} batch shape {tuple(bx.shape)}'
-            assert torch.equal(by, bx + 1), f'{split}: y is not x shifted by one'
+@claim
+def get_batch_reads_its_own_split(inp, rec):
+    for split, lo, hi in (('train', 0, 1000), ('val', 5000, 5100)):
+        bx, by = rec.tensor('batch.' + split + '_x'), rec.tensor('batch.' + split + '_y')
+        assert bx.min() >= lo and by.max() < hi, f'{split} batches read outside the split'
+        a, b = rec.tensor('batch.' + split + '_a'), rec.tensor('batch.' + split + '_b')
+        assert torch.equal(a, b), f'{split}: generator ignored'
 
-    def get_batch_reads_its_own_split():
-        for split, lo, hi in (('train', 0, 1000), ('val', 5000, 5100)):
-            bx, by = get('batch.' + split + '_x'), get('batch.' + split + '_y')
-            assert bx.min() >= lo and by.max() < hi, f'{split} batches read outside the split'
-            assert torch.equal(get('batch.' + split + '_a'), get('batch.' + split + '_b')), f'{split}: generator ignored'
 
-    def sample_tau_to_zero_is_argmax():
-        got = get('sample.argmax')
-        assert tuple(got.shape) == (64, 1) and torch.equal(got[:, 0], x('argmax.z').argmax(-1)), 'not the argmax'
+@claim
+def sample_tau_to_zero_is_argmax(inp, rec):
+    got = rec.tensor('sample.argmax')
+    assert tuple(got.shape) == (64, 1) and torch.equal(got[:, 0], inp.tensor('argmax.z').argmax(-1)), 'not the argmax'
 
-    def sample_top_k_stays_in_top_k():
-        z = x('topk.z')
-        for k in (1, 3):
-            got = get(f'sample.topk{k}')[:, 0]
-            assert ((z > z.gather(1, got[:, None])).sum(-1) < k).all(), f'a draw outside the top {k}'
 
-    def sample_matches_softmax_over_tau():
-        z = x('dist.z')[0].double()
-        for i, (tau, k) in enumerate(SAMPLE_CASES):
-            got = get(f'sample.dist{i}')[:, 0]
-            assert got.shape[0] == N_DRAWS and got.min() >= 0 and got.max() < z.shape[0], f'case {i}: bad draws'
-            w = z / tau
-            if k is not None:
-                w = w.masked_fill(w < w.topk(k).values[-1], float('-inf'))
-            p = F.softmax(w, -1)
-            freq = torch.bincount(got, minlength=z.shape[0]).double() / N_DRAWS
-            gap = ((freq - p).abs() / ((p * (1 - p) / N_DRAWS).sqrt() + 1e-12)).max().item()
-            assert gap < 5, f'case tau={tau}, top_k={k}: {gap:.1f} standard errors from softmax(z / tau)'
+@claim
+def sample_top_k_stays_in_top_k(inp, rec):
+    z = inp.tensor('topk.z')
+    for k in (1, 3):
+        got = rec.tensor(f'sample.topk{k}')[:, 0]
+        assert ((z > z.gather(1, got[:, None])).sum(-1) < k).all(), f'a draw outside the top {k}'
 
-    def gpt_shapes_and_modules():
-        assert tuple(get('gpt.logits').shape) == (3, 8, V), 'logits shape'
-        assert tuple(get('gpt.short_shape').tolist()) == (2, 3, V) and bool(get('gpt.short_loss_is_none')), 'T < T_max'
-        names = {'token_embedding_table', 'position_embedding_table', 'blocks', 'ln_f', 'lm_head'}
-        assert names <= set(np.array(rec['gpt.children']).tolist()), 'submodule names'
-        assert int(get('gpt.T_max')) == 8, 'self.T_max'
-        d, L = 32, 2
-        want = V * d + 8 * d + L * (12 * d * d + 10 * d) + 2 * d + d * V + V
-        assert int(get('gpt.n_params')) == want, f'{int(get("gpt.n_params"))} parameters, expected {want}'
 
-    def gpt_loss_matches_cross_entropy():
-        logits = get('gpt.logits')
-        ref = F.cross_entropy(logits.reshape(-1, V), x('gpt.targets').reshape(-1))
-        assert abs(float(get('gpt.loss')) - ref.item()) < 1e-5, 'the loss is not the mean cross-entropy'
-        gap = (logits - ref_logits(student_sd(), x('gpt.idx'), 4)).abs().max().item()
-        assert gap < 1e-4, f'logits differ from the reference implementation by {gap:.3g}'
+@claim
+def sample_matches_softmax_over_tau(inp, rec):
+    z = inp.tensor('dist.z')[0].double()
+    for i, (tau, k) in enumerate(SAMPLE_CASES):
+        got = rec.tensor(f'sample.dist{i}')[:, 0]
+        assert got.shape[0] == N_DRAWS and got.min() >= 0 and got.max() < z.shape[0], f'case {i}: bad draws'
+        w = z / tau
+        if k is not None:
+            w = w.masked_fill(w < w.topk(k).values[-1], float('-inf'))
+        p = F.softmax(w, -1)
+        freq = torch.bincount(got, minlength=z.shape[0]).double() / N_DRAWS
+        gap = ((freq - p).abs() / ((p * (1 - p) / N_DRAWS).sqrt() + 1e-12)).max().item()
+        assert gap < 5, f'case tau={tau}, top_k={k}: {gap:.1f} standard errors from softmax(z / tau)'
 
-    def gpt_loss_at_init_is_ln_V():
-        ce = F.cross_entropy(get('init.logits').reshape(-1, V), x('init.targets').reshape(-1)).item()
-        assert abs(float(get('init.loss')) - ce) < 1e-5 and abs(ce - math.log(V)) < 0.05, f'loss at init {ce:.3f}'
 
-    def gpt_is_causal_by_perturbation():
-        a, b = get('gpt.logits'), get('gpt.pert')
-        assert torch.equal(a[:, :5], b[:, :5]), 'logits 0-4 changed when token 5 changed'
-        assert not torch.allclose(a[:, 5:], b[:, 5:]), 'logits 5.. did not change'
+@claim
+def gpt_shapes_and_modules(inp, rec):
+    assert tuple(rec.tensor('gpt.logits').shape) == (3, 8, V), 'logits shape'
+    assert tuple(rec.tensor('gpt.short_shape').tolist()) == (2, 3, V) and bool(rec.tensor('gpt.short_loss_is_none')), 'T < T_max'
+    names = {'token_embedding_table', 'position_embedding_table', 'blocks', 'ln_f', 'lm_head'}
+    assert names <= set(rec['gpt.children'].tolist()), 'submodule names'
+    assert int(rec.tensor('gpt.T_max')) == 8, 'self.T_max'
+    d, L = 32, 2
+    want = V * d + 8 * d + L * (12 * d * d + 10 * d) + 2 * d + d * V + V
+    assert int(rec.tensor('gpt.n_params')) == want, f'{int(rec.tensor("gpt.n_params"))} parameters, expected {want}'
 
-    def gpt_uses_positions():
-        same = get('gpt.same')[0]
-        assert (same - same[0]).abs().max() > 1e-4, 'identical tokens give identical logits at every position'
 
-    def greedy_matches():
-        got, prompt = get('gpt.greedy'), x('prompt')
-        assert tuple(got.shape) == (2, 25) and torch.equal(got[:, :5], prompt), 'generate shape or prompt'
-        with torch.no_grad():
-            want = ref_greedy(student_sd(), prompt, 20, 8, 4)
-        return got, want
+@claim
+def gpt_loss_matches_cross_entropy(inp, rec):
+    logits = rec.tensor('gpt.logits')
+    ref = F.cross_entropy(logits.reshape(-1, V), inp.tensor('gpt.targets').reshape(-1))
+    assert abs(float(rec.tensor('gpt.loss')) - ref.item()) < 1e-5, 'the loss is not the mean cross-entropy'
+    gap = (logits - ref_logits(student_sd(rec), inp.tensor('gpt.idx'), 4)).abs().max().item()
+    assert gap < 1e-4, f'logits differ from the reference implementation by {gap:.3g}'
 
-    def gpt_generate_crops_context():
-        got, want = greedy_matches()
-        assert torch.equal(got, want), 'greedy generate differs from the cropping reference'
-        s = get('gpt.sampled')
-        assert tuple(s.shape) == (2, 17) and s.dtype == torch.int64, 'sampled generate shape'
 
-    def gpt_generate_reads_the_last_position():
-        got, want = greedy_matches()
-        assert torch.equal(got[:, :6], want[:, :6]), 'the first new character is not the argmax of the last position'
-        assert torch.equal(got, want), 'greedy generate differs from the reference'
+@claim
+def gpt_loss_at_init_is_ln_V(inp, rec):
+    ce = F.cross_entropy(rec.tensor('init.logits').reshape(-1, V), inp.tensor('init.targets').reshape(-1)).item()
+    assert abs(float(rec.tensor('init.loss')) - ce) < 1e-5 and abs(ce - math.log(V)) < 0.05, f'loss at init {ce:.3f}'
 
-    def train_step_lowers_the_loss():
-        assert bool(get('step.is_float')), 'train_step does not return a float'
-        before, got, after = (float(get(f'step.{k}')) for k in ('before', 'got', 'after'))
-        assert abs(got - before) < 1e-5 and after < before - 1e-3, f'{before:.4f} -> {after:.4f}, returned {got:.4f}'
 
-    def train_step_clears_old_gradients():
-        assert float(get('step.grad_gap')) < 1e-6, 'gradients accumulate across steps'
+@claim
+def gpt_is_causal_by_perturbation(inp, rec):
+    expect_causal(rec.tensor('gpt.logits'), rec.tensor('gpt.pert'), 5, 'logits')
 
-    def overfit_one_batch_near_zero():
-        assert int(get('overfit.n')) == 150 and float(get('overfit.last')) < 0.1, f'overfit loss {float(get("overfit.last")):.3f}'
 
-    def calls():
-        c = get('est.calls')
-        assert tuple(c.shape) == (16, 3), f'{c.shape[0]} forward calls for two estimates with eval_iters=4 (expected 16)'
-        return c
+@claim
+def gpt_uses_positions(inp, rec):
+    same = rec.tensor('gpt.same')[0]
+    assert (same - same[0]).abs().max() > 1e-4, 'identical tokens give identical logits at every position'
 
-    def estimate_loss_in_eval_mode_without_grad():
-        c = calls()
-        assert not c[:, 0].any() and not c[:, 1].any(), 'a batch ran in training mode or with grad enabled'
-        assert bool(get('est.restored')) and bool(get('est.kept_eval')), 'the mode is not restored'
 
-    def estimate_loss_averages_fixed_held_out_batches():
-        c = calls()
-        est = {k: float(get(f'est.{k}')) for k in ('train', 'val', 'again_train', 'again_val')}
-        assert bool(get('est.types_ok')), 'not a dict of two floats'
-        assert abs(est['train'] - c[:4, 2].mean().item()) < 1e-9 and abs(est['val'] - c[4:8, 2].mean().item()) < 1e-9, 'not the mean'
-        assert est['train'] < 1000 <= 5000 <= est['val'], 'a split was estimated on the other split'
-        assert est['train'] == est['again_train'] and est['val'] == est['again_val'], 'not the same batches twice'
+def greedy_matches(inp, rec):
+    got, prompt = rec.tensor('gpt.greedy'), inp.tensor('prompt')
+    assert tuple(got.shape) == (2, 25) and torch.equal(got[:, :5], prompt), 'generate shape or prompt'
+    with torch.no_grad():
+        want = ref_greedy(student_sd(rec), prompt, 20, 8, 4)
+    return got, want
 
-    def weight_at_offset_on_hand_made_maps():
-        A = x('maps').double()
-        T = A.shape[-1]
-        for o in (0, 1, 2):
-            want = torch.stack([A[..., i, i - o] for i in range(o, T)]).mean().item()
-            assert abs(float(get(f'offset.w{o}')) - want) < 1e-5, f'offset {o}'
 
-    def trained_sd():
-        ckpt = torch.load(STEP / 'step6_gpt.pt', weights_only=True)
-        return {k: v.float() for k, v in ckpt['state_dict'].items()}, ckpt['config']['n_head']
+@claim
+def gpt_generate_crops_context(inp, rec):
+    got, want = greedy_matches(inp, rec)
+    assert torch.equal(got, want), 'greedy generate differs from the cropping reference'
+    s = rec.tensor('gpt.sampled')
+    assert tuple(s.shape) == (2, 17) and s.dtype == torch.int64, 'sampled generate shape'
 
-    def a_previous_character_head_exists():
-        best = 0.0
-        for key in rec:
-            if key.startswith('trained.A'):
-                A = get(key).double()
-                want = torch.stack([A[:, i, i - 1] for i in range(1, A.shape[-1])]).mean().item()
-                assert abs(float(get('trained.w' + key[len('trained.A'):])) - want) < 1e-5, 'weight_at_offset on a trained head'
-                best = max(best, want)
-        assert best > 0.25, f'best previous-character weight {best:.3f}'
-        trained_checkpoint_runs_in_your_gpt()
 
-    def trained_checkpoint_runs_in_your_gpt():
-        sd, n_head = trained_sd()
-        logits = get('trained.logits')
-        with torch.no_grad():
-            gap = (logits - ref_logits(sd, x('val.x'), n_head)).abs().max().item()
-        assert gap < 1e-3, f'the trained logits differ from the reference by {gap:.3g}'
-        assert F.cross_entropy(logits.reshape(-1, V), x('val.y').reshape(-1)).item() < 2.1, 'held-out loss above 2.1'
+@claim
+def gpt_generate_reads_the_last_position(inp, rec):
+    got, want = greedy_matches(inp, rec)
+    assert torch.equal(got[:, :6], want[:, :6]), 'the first new character is not the argmax of the last position'
+    assert torch.equal(got, want), 'greedy generate differs from the reference'
 
-    checks = [get_batch_targets_shifted_by_one, get_batch_reads_its_own_split, sample_tau_to_zero_is_argmax,
-              sample_top_k_stays_in_top_k, sample_matches_softmax_over_tau, gpt_shapes_and_modules,
-              gpt_loss_matches_cross_entropy, gpt_loss_at_init_is_ln_V, gpt_is_causal_by_perturbation, gpt_uses_positions,
-              gpt_generate_crops_context, gpt_generate_reads_the_last_position, train_step_lowers_the_loss,
-              train_step_clears_old_gradients, overfit_one_batch_near_zero, estimate_loss_in_eval_mode_without_grad,
-              estimate_loss_averages_fixed_held_out_batches, weight_at_offset_on_hand_made_maps,
-              a_previous_character_head_exists, trained_checkpoint_runs_in_your_gpt]
-    out = {}
-    for check in checks:
-        try:
-            check()
-            out[check.__name__] = None
-        except Exception as e:  # any failure is a failed verdict, with its reason
-            out[check.__name__] = f'{type(e).__name__}: {e}'
-    return out
+
+@claim
+def train_step_lowers_the_loss(inp, rec):
+    assert bool(rec.tensor('step.is_float')), 'train_step does not return a float'
+    before, got, after = (float(rec.tensor(f'step.{k}')) for k in ('before', 'got', 'after'))
+    assert abs(got - before) < 1e-5 and after < before - 1e-3, f'{before:.4f} -> {after:.4f}, returned {got:.4f}'
+
+
+@claim
+def train_step_clears_old_gradients(inp, rec):
+    assert float(rec.tensor('step.grad_gap')) < 1e-6, 'gradients accumulate across steps'
+
+
+@claim
+def overfit_one_batch_near_zero(inp, rec):
+    last = float(rec.tensor('overfit.last'))
+    assert int(rec.tensor('overfit.n')) == 150 and last < 0.1, f'overfit loss {last:.3f}'
+
+
+def calls(rec):
+    c = rec.tensor('est.calls')
+    assert tuple(c.shape) == (16, 3), f'{c.shape[0]} forward calls for two estimates with eval_iters=4 (expected 16)'
+    return c
+
+
+@claim
+def estimate_loss_in_eval_mode_without_grad(inp, rec):
+    c = calls(rec)
+    assert not c[:, 0].any() and not c[:, 1].any(), 'a batch ran in training mode or with grad enabled'
+    assert bool(rec.tensor('est.restored')) and bool(rec.tensor('est.kept_eval')), 'the mode is not restored'
+
+
+@claim
+def estimate_loss_averages_fixed_held_out_batches(inp, rec):
+    c = calls(rec)
+    est = {k: float(rec.tensor(f'est.{k}')) for k in ('train', 'val', 'again_train', 'again_val')}
+    assert bool(rec.tensor('est.types_ok')), 'not a dict of two floats'
+    assert abs(est['train'] - c[:4, 2].mean().item()) < 1e-9, 'not the mean'
+    assert abs(est['val'] - c[4:8, 2].mean().item()) < 1e-9, 'not the mean'
+    assert est['train'] < 1000 <= 5000 <= est['val'], 'a split was estimated on the other split'
+    assert est['train'] == est['again_train'] and est['val'] == est['again_val'], 'not the same batches twice'
+
+
+@claim
+def weight_at_offset_on_hand_made_maps(inp, rec):
+    A = inp.tensor('maps').double()
+    T = A.shape[-1]
+    for o in (0, 1, 2):
+        want = torch.stack([A[..., i, i - o] for i in range(o, T)]).mean().item()
+        assert abs(float(rec.tensor(f'offset.w{o}')) - want) < 1e-5, f'offset {o}'
+
+
+def trained_sd():
+    ckpt = torch.load(STEP / 'step6_gpt.pt', weights_only=True)
+    return {k: v.float() for k, v in ckpt['state_dict'].items()}, ckpt['config']['n_head']
+
+
+@claim
+def a_previous_character_head_exists(inp, rec):
+    best = 0.0
+    for key in rec:
+        if key.startswith('trained.A'):
+            A = rec.tensor(key).double()
+            want = torch.stack([A[:, i, i - 1] for i in range(1, A.shape[-1])]).mean().item()
+            got = float(rec.tensor('trained.w' + key[len('trained.A'):]))
+            assert abs(got - want) < 1e-5, 'weight_at_offset on a trained head'
+            best = max(best, want)
+    assert best > 0.25, f'best previous-character weight {best:.3f}'
+    trained_checkpoint_runs_in_your_gpt(inp, rec)
+
+
+@claim
+def trained_checkpoint_runs_in_your_gpt(inp, rec):
+    sd, n_head = trained_sd()
+    logits = rec.tensor('trained.logits')
+    with torch.no_grad():
+        gap = (logits - ref_logits(sd, inp.tensor('val.x'), n_head)).abs().max().item()
+    assert gap < 1e-3, f'the trained logits differ from the reference by {gap:.3g}'
+    assert F.cross_entropy(logits.reshape(-1, V), inp.tensor('val.y').reshape(-1)).item() < 2.1, 'held-out loss above 2.1'
+

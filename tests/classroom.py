@@ -63,12 +63,13 @@ def read_grades(course):
 
 def run(course, *flags):
     # --timeout=600: a whole submission's limit, far above what one takes (seconds), so that only a hung one meets it, even
-    # on a machine loaded many times over (a hung cell meets --cell-timeout first). --cell-timeout=30 (nbgrader_config.py's
-    # own): a cell of the solution that takes under 1 s took up to 19 s on the 2-core machine at a load average of 15, and
-    # a probe cell that times out fails its checks silently; only the corpus's hung cells should meet it
+    # on a machine loaded many times over (a hung cell meets --cell-timeout first). --cell-timeout=60, a cap far above what
+    # a cell takes: a solution cell of under 1 s took up to 19 s on the 2-core machine at a load average of 15, Step 3's
+    # training cell over 30 s at 25, and a probe cell that times out fails its checks silently; only the corpus's hung
+    # cells should meet it
     # where no sandbox works, make grade refuses a real class: the corpus cases that do not need one are graded without
     unsandboxed = () if can_sandbox() else ('--no-sandbox',)
-    done = subprocess.run([sys.executable, '-m', 'course.grade', '--cell-timeout=30', '--timeout=600', *unsandboxed, *flags],
+    done = subprocess.run([sys.executable, '-m', 'course.grade', '--cell-timeout=60', '--timeout=600', *unsandboxed, *flags],
                           cwd=course, capture_output=True, text=True, env=runner.env(course))
     assert done.returncode == 0, done.stdout + done.stderr
     return read_grades(course), done.stdout + done.stderr
@@ -133,5 +134,7 @@ def grade_plain(course):
     write_class(cls, course / 'submitted')
     for step in steps():
         runner.run('generate_assignment', step, '--force', '--CourseDirectory.release_directory=.build/release', cwd=course)
-        runner.run('autograde', step, '--force', cwd=course)
+        # a cap on each cell far above what one takes (nbgrader_config.py's 30 s, which Step 3's training cell passed on the
+        # 2-core machine at a load average of 25): this compares scores, and no cell of the sample hangs
+        runner.run('autograde', step, '--force', '--Execute.timeout=300', cwd=course)
     return grades(course, cls)

@@ -36,7 +36,7 @@ def course(tmp_path_factory):
     synthetic.add_to(root)
     built = module(root, 'course.build')
     checked = module(root, 'course.build', '--check')
-    graded = module(root, 'course.grade', '--demo', '--kill-matrix', '--cell-timeout=30', '--timeout=600')
+    graded = module(root, 'course.grade', '--demo', '--kill-matrix', '--cell-timeout=60', '--timeout=600')
     return root, built, checked, graded
 
 

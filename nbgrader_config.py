@@ -30,6 +30,7 @@ from course.active_content import (  # noqa: E402
     protect_formgrader,
 )
 from course.cells import CODE_STUB, TEXT_STUB  # noqa: E402
+from course.feedback import ClaimSummary  # noqa: E402
 from course.preprocessors import (  # noqa: E402
     AddProbe,
     CapOutput,
@@ -97,9 +98,11 @@ c.Exporter.optimistic_validation = True
 c.ExportApp.plugin_class = 'course.export.CellCsvExport'
 
 # Feedback shows each failed test's name and message, never the hidden tests' source or tracebacks quoting it.
-# SanitizeFeedback: the feedback pages are sanitized as the autograded notebooks are.
+# SanitizeFeedback: the feedback pages are sanitized as the autograded notebooks are. ClaimSummary: each claim's name,
+# score and message, for the summary at the top of the page (course/feedback.py).
 c.GenerateFeedback.preprocessors = [ClearHiddenTests, TestMessagesOnly, GetGrades, CSSHTMLHeaderPreprocessor,
-                                    SanitizeFeedback]
+                                    SanitizeFeedback, ClaimSummary]
 # The page is rendered by nbconvert's HTMLExporter less its per-page template compiling and its BeautifulSoup pass (about
-# a quarter of the time, the same page): course/feedback.py says why that is safe.
+# a quarter of the time, the same page): course/feedback.py says why that is safe. It also puts the claims' summary in
+# place of nbgrader's table of contents, and MathJax in the page, so that its maths renders offline.
 c.GenerateFeedback.exporter_class = 'course.feedback.FeedbackExporter'

@@ -6,6 +6,7 @@
 
 import argparse
 import logging
+import re
 import shutil
 import sys
 import tempfile
@@ -18,12 +19,55 @@ from traitlets.config import Config
 
 from course import runner
 from course.cells import MARKER, read
-from course.layout import ROOT, colab_url, notebooks, steps
+from course.layout import ROOT, colab_url, notebooks, settings, steps
 
 BADGE = '(COLAB_URL)'  # the Colab badge placeholder in the source notebooks
 COLAB_SVG = 'https://colab.research.google.com/assets/colab-badge.svg'
 # README.md's table of steps lies between these lines; build() writes it, check() compares it.
 TABLE_START, TABLE_END = '<!-- steps: written by make build from source/ -->', '<!-- /steps -->'
+
+
+# Links to a file of a GitHub repository, three ways: Colab's, the raw file's, and GitHub's own page.
+_REPO, _BRANCH, _PATH = r'(?P<repo>[\w.-]+/[\w.-]+)', r'(?P<branch>[\w.-]+)', r'(?P<path>[^\s)\'"\]>#?]+)'
+REPO_LINK = re.compile(rf'(?P<pre>https://colab\.research\.google\.com/github/){_REPO}(?P<sep>/blob/){_BRANCH}/{_PATH}'
+                       rf'|(?P<pre2>https://raw\.githubusercontent\.com/){_REPO.replace("repo", "repo2")}(?P<sep2>/)'
+                       rf'{_BRANCH.replace("branch", "branch2")}/{_PATH.replace("path", "path2")}'
+                       rf'|(?P<pre3>https://github\.com/){_REPO.replace("repo", "repo3")}(?P<sep3>/(?:blob|tree)/)'
+                       rf'{_BRANCH.replace("branch", "branch3")}/{_PATH.replace("path", "path3")}')
+
+
+def _parts(m):
+    """(prefix, repository, separator, branch, path) of a REPO_LINK match, whichever of its three forms matched."""
+    k = next(k for k in ('', '2', '3') if m[f'pre{k}'])
+    return m[f'pre{k}'], m[f'repo{k}'], m[f'sep{k}'], m[f'branch{k}'], m[f'path{k}']
+
+
+def repo_links(text, root=ROOT):
+    """[(repository, branch, path)] of every link in text to a file that exists in this repository (a link to another
+    project's file, such as char-rnn's data, is not one)."""
+    links = [_parts(m) for m in REPO_LINK.finditer(text)]
+    return [(repo, branch, path) for _, repo, _, branch, path in links if (Path(root) / path).exists()]
+
+
+def with_course_links(text, root=ROOT):
+    """text with every link to a file of this repository pointed at course.toml's repository and branch."""
+    s = settings(root)
+
+    def point(m):
+        pre, _, sep, _, path = _parts(m)
+        return f'{pre}{s["github"]}{sep}{s["branch"]}/{path}' if (Path(root) / path).exists() else m[0]
+
+    return REPO_LINK.sub(point, text)
+
+
+def with_course_links_nb(nb, root=ROOT):
+    """nb (changed in place) with every cell's links to this repository pointed at course.toml's; True if any changed."""
+    changed = False
+    for cell in nb.cells:
+        new = with_course_links(cell.source, root)
+        changed |= new != cell.source
+        cell.source = new
+    return changed
 
 
 def set_badge(nb, path, root=ROOT):
@@ -164,6 +208,8 @@ def check(root=ROOT):
                 problems.append(f'{rel} is stale (it differs from what source/ generates): run make build and commit it')
             elif not executed:
                 problems.append(f'{rel} is not executed: run make build and commit it')
+    problems += [f'{rel}: a link names another repository than course.toml\'s {settings(root)["github"]} '
+                 f'({settings(root)["branch"]}): run make build and commit it' for rel in point_links(root, write=False)]
     readme = root / 'README.md'
     if readme.exists() and with_steps_table(readme.read_text(), root) != readme.read_text():
         problems.append('README.md: its table of steps is stale: run make build and commit it')
@@ -174,6 +220,35 @@ def check(root=ROOT):
     return problems
 
 
+def linked_files(root=ROOT):
+    """The files whose links to this repository make build points at course.toml's: the source notebooks, the README and
+    docs/ (release/ and notebooks/ are generated from the sources)."""
+    return [*(Path(root) / 'source' / step / name for step in steps(root) for name in notebooks(step, root)),
+            Path(root) / 'README.md', *sorted((Path(root) / 'docs').glob('*.md'))]
+
+
+def point_links(root=ROOT, write=True):
+    """Point every link to this repository in linked_files() at course.toml's repository and branch; return the paths
+    (relative to root) that were, or with write=False would be, changed."""
+    changed = []
+    for path in linked_files(root):
+        if not path.exists():
+            continue
+        if path.suffix == '.ipynb':
+            nb = read(path)
+            if with_course_links_nb(nb, root):
+                changed.append(path.relative_to(root))
+                if write:
+                    nbformat.write(nb, path)
+        else:
+            text = path.read_text()
+            if with_course_links(text, root) != text:
+                changed.append(path.relative_to(root))
+                if write:
+                    path.write_text(with_course_links(text, root))
+    return changed
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog='python -m course.build', description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -182,6 +257,8 @@ def main(argv=None):
         problems = check()
         print('\n'.join(problems) or 'release/ and notebooks/ are up to date with source/')
         sys.exit(1 if problems else 0)
+    for rel in point_links():
+        print(f'wrote {rel}: its links to this repository now name {settings()["github"]} ({settings()["branch"]})')
     for rel in build(ROOT):
         print(f'wrote {rel}')
     readme = ROOT / 'README.md'

@@ -1,18 +1,23 @@
 """Shared fixtures: every step of source/ and its notebooks, the graded classes, and the process finder."""
 
+import http.server
 import os
+import shutil
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import psutil
 import pytest
 
 from course import sandbox
-from course.layout import notebooks, steps
+from course.layout import ROOT, notebooks, steps
 
 STEPS = steps()
 # The longest files first: pytest-xdist (--dist loadfile, pytest.ini) hands files to its workers in collection order, so
 # these start at once, side by side, and the short files fill in after them.
-LONGEST_FIRST = ('test_grading.py', 'test_nonroot.py', 'test_browser.py', 'test_new_step.py', 'test_sandbox.py')
+LONGEST_FIRST = ('test_grading.py', 'test_nonroot.py', 'test_colab_runtime.py', 'test_browser.py', 'test_new_step.py',
+                 'test_sandbox.py')
 
 
 def pytest_collection_modifyitems(items):
@@ -108,3 +113,51 @@ def running(marker):
             found.append(f"{p.info['pid']} {cmd}")
     return found
 
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope='session')
+def server(tmp_path_factory):
+    """The base URL of an HTTP server on 127.0.0.1 standing in for the real download URLs: good.txt (Tiny Shakespeare),
+    corrupted.txt (one byte changed), and every file a step ships next to its notebook (Step 6's checkpoint)."""
+    www = tmp_path_factory.mktemp('www')
+    good = (ROOT / 'input.txt').read_bytes()  # put in place by make data
+    (www / 'good.txt').write_bytes(good)
+    (www / 'corrupted.txt').write_bytes(good[:1000] + bytes([good[1000] ^ 1]) + good[1001:])
+    for shipped in (ROOT / 'release').glob('*/*'):
+        if shipped.suffix != '.ipynb':
+            shutil.copy(shipped, www / shipped.name)
+    httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), partial(Quiet, directory=www))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f'http://127.0.0.1:{httpd.server_address[1]}'
+    httpd.shutdown()
+    httpd.server_close()
+
+
+# A Colab GPU runtime, as far as a notebook can tell without using the GPU: torch says CUDA is there.
+GPU_CLAIM = 'import torch; torch.cuda.is_available = lambda: True; torch.cuda.device_count = lambda: 1'
+
+
+@pytest.fixture(scope='session')
+def colab(tmp_path_factory):
+    """Kernels of Colab's runtime (course.colab: a virtualenv of colab-profile.txt, built on first use): colab(gpu=False)
+    is a jupyter_client KernelManager for a new kernel of it; gpu=True, one in which torch.cuda.is_available() is True."""
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    from course import colab as profile
+
+    python = profile.venv()
+    folder = tmp_path_factory.mktemp('colab-kernels')
+    profile.kernelspec(python, folder, 'colab')
+    profile.kernelspec(python, folder, 'colab-gpu', exec_lines=[GPU_CLAIM])
+    specs = KernelSpecManager(kernel_dirs=[str(folder / 'kernels')])
+
+    def kernel(gpu=False):
+        return KernelManager(kernel_name='colab-gpu' if gpu else 'colab', kernel_spec_manager=specs)
+
+    return kernel

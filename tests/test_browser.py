@@ -3,7 +3,8 @@
 One JupyterLab 4 serves a temporary copy of the course on 127.0.0.1 with a token, while course.grade --demo autogrades a
 demo class in that copy. The student opens the release from the file browser, finds the test cells locked, types
 Head into the editor, runs all cells and presses nbgrader's Validate; the instructor opens the formgrader, sees the demo
-submissions and their scores, and grades one written answer. The fixtures act and record what the page showed; each
+submissions and their scores, and grades one written answer; then a student opens the feedback page of a demo mistake
+and of a perfect submission with the network cut off (issue 31). The fixtures act and record what the page showed; each
 test checks one claim about it. Screenshots of each step go to test-artifacts/browser/.
 """
 
@@ -21,8 +22,10 @@ from PIL import Image
 from playwright.sync_api import sync_playwright
 
 from conftest import free_port
-from course.cells import MARKER, read, role
-from course.demo import solved
+from course import demo
+from course.cells import MARKER, grade_id, read, role
+from course.demo import edited, solved
+from course.feedback import claim_name
 from course.layout import ROOT, copy_course, notebooks, steps
 
 CHROMIUM = '/usr/bin/chromium'
@@ -80,6 +83,7 @@ def course(tmp_path_factory):
     # course.grade (make grade) grades them all.
     subprocess.run([sys.executable, '-c', WRITE_DEMO], cwd=root, check=True)
     write_hostile(root)
+    write_mistake(root)
     log = open(root.parent / 'grade.log', 'w')
     grading = subprocess.Popen([sys.executable, '-m', 'course.grade'], cwd=root, stdout=log, stderr=subprocess.STDOUT)
     yield root, grading
@@ -418,7 +422,8 @@ def write_hostile(root):
     answer = next(c for c in nb.cells if c.metadata.get('nbgrader', {}).get('grade_id') == MANUAL.grade_id)
     answer.source += (f'\n\n<img src="x" onerror="{run_js("answer_img")}"> <details open ontoggle="{run_js("answer_details")}">'
                       f'more</details> <iframe srcdoc="<script>{run_js("answer_srcdoc")}</script>"></iframe>'
-                      f' [a link](javascript:{run_js("answer_link")})')
+                      f' [a link](javascript:{run_js("answer_link")})'
+                      f' $\\href{{javascript:{run_js("answer_tex_href")}}}{{x}}$ $\\require{{HTML}}\\href{{javascript:x}}{{y}}$')
     code = f"""from IPython.display import HTML, Javascript, Markdown, display
 display(HTML({f'<b>table</b><script>{run_js("html_script")}</script><img src="x" onerror="{run_js("html_img")}">'!r}))
 display(Javascript({run_js("javascript")!r}))
@@ -488,7 +493,10 @@ def hostile(page, course, lab):
     seen['feedback'] = feedback.exists()
     if feedback.exists():
         tab.goto(feedback.as_uri())
+        tab.wait_for_selector('html[data-maths="typeset"]', state='attached')  # MathJax has read the student's TeX
         time.sleep(2)
+        seen['feedback_links'] = tab.evaluate("""() => [...document.querySelectorAll('[href]')]
+            .map(e => e.getAttribute('href')).filter(h => !/^(https?:|mailto:|#|$)/i.test(h.trim()))""")
     seen['traces'] = traces()
     seen['written'] = sorted(p.name for p in root.glob('XSS-*'))
 
@@ -510,6 +518,8 @@ def test_no_script_of_a_hostile_submission_runs_in_the_formgrader_its_files_or_i
     written = [name for name in hostile['written'] if name != 'XSS-control.txt']
     assert not ran and not written, f'student scripts ran: {ran}; files written through the API: {written}'
     assert hostile['feedback'], 'the hostile submission has no feedback page to open'
+    # MathJax typesets the feedback page: the answer's \href{javascript:...} (and \require{HTML}) make no link.
+    assert hostile['feedback_links'] == [], f"links the typeset feedback page holds: {hostile['feedback_links']}"
 
 
 def test_positive_control_the_detector_sees_a_script_that_runs(hostile):
@@ -544,3 +554,114 @@ def test_hostile_submission_is_graded_with_a_note_and_the_report_lists_what_was_
 
 def test_the_grader_sees_what_the_hostile_student_wrote_as_text(hostile):
     assert 'A cell of my own.' in hostile['text'] and '<script>' in hostile['text'], hostile['text'][:2000]
+
+
+# --- The feedback page a student opens (issue 31): the claims named at the top, failed first; the maths offline. ---
+
+FEEDBACK_SHOTS = {'mistake': '11-feedback-demo-mistake', 'perfect': '12-feedback-perfect'}
+MISTAKE = demo.bank(AID).MUTANTS[0]  # the bank of the repository (the course copy's is removed: a small demo class)
+
+
+def write_mistake(root):
+    """submitted/<the first mistake of the step's bank>/<AID>/: a demo mistake, which fails MISTAKE.caught_by."""
+    import nbformat
+
+    folder = root / 'submitted' / MISTAKE.student / AID
+    folder.mkdir(parents=True)
+    nbformat.write(edited(solved(AID, NAME), MISTAKE.edits), folder / NAME)
+
+
+OFFLINE = ('file:', 'data:', 'about:')  # what a page opened from disk may load with the network cut off
+SEEN_JS = """() => ({
+    failed: [...document.querySelectorAll('#summary ol.failed > li')].map(li => ({
+        name: li.querySelector('a').textContent, href: li.querySelector('a').getAttribute('href'),
+        message: li.querySelector('.message').textContent})),
+    headings: [...document.querySelectorAll('#summary h5, #summary summary')].map(h => h.textContent),
+    passed: document.querySelectorAll('#summary details ol.passed > li').length,
+    passed_open: !!document.querySelector('#summary details[open]'),
+    anchors: [...document.querySelectorAll('#summary a[href^="#"]')].map(a => a.getAttribute('href').slice(1))
+        .filter(id => !document.querySelector(`a[name="${CSS.escape(id)}"]`)),
+    maths: document.querySelectorAll('.text_cell_render .MathJax_MathML math').length,
+    raw: [...document.querySelectorAll('.text_cell_render')].map(e => e.innerText)
+        .flatMap(t => t.match(/\\$[^$\\n]{1,200}\\$/g) || []),
+    errors: document.querySelectorAll('.MathJax_Error, merror').length})"""
+
+
+def open_offline(context, url, shot=None):
+    """Open url in a new page of context with every request but file:, data: and about: refused (the network cut off);
+    once MathJax has typeset the page, return what it shows (SEEN_JS) and the requests refused."""
+    tab = context.new_page()
+    refused = []
+    tab.route('**/*', lambda route: route.continue_() if route.request.url.startswith(OFFLINE + (url.split('/files/')[0],))
+              else (refused.append(route.request.url), route.abort()))
+    tab.goto(url)
+    tab.wait_for_selector('html[data-maths="typeset"]', state='attached', timeout=60_000)
+    seen = tab.evaluate(SEEN_JS)
+    if shot:
+        shoot(tab, shot)
+        tab.locator('.text_cell_render .MathJax_MathML').first.scroll_into_view_if_needed()
+        shoot(tab, f'{shot}-maths')
+    tab.close()
+    return {**seen, 'refused': refused}
+
+
+@pytest.fixture(scope='module')
+def feedback(page, course, lab):
+    """Once the class is graded, the feedback pages of the demo mistake and of the perfect submission, opened from disk
+    (as a student opens the page handed back) with the network cut off, then the mistake's page as the Jupyter server
+    serves it (under its content-security policy): what each showed."""
+    root, grading = course
+    assert grading.wait(timeout=600) == 0, (root.parent / 'grade.log').read_text()
+    seen = {}
+    for student, shot in FEEDBACK_SHOTS.items():
+        path = root / 'feedback' / (MISTAKE.student if student == 'mistake' else student) / AID / f'{NOTEBOOK}.html'
+        assert path.exists(), f'no feedback page {path}'
+        seen[student] = open_offline(page.context, path.as_uri(), shot)
+    base, token = lab.split('/lab?')
+    url = f'{base}/files/feedback/{MISTAKE.student}/{AID}/{NOTEBOOK}.html?{token}'
+    seen['served'] = open_offline(page.context, url)
+    return seen
+
+
+def failed_claim():
+    """The name of the demo mistake's first failed claim: the first line of its test's docstring, in the source."""
+    source = next(c for c in read(ROOT / 'source' / AID / NAME).cells if grade_id(c) == MISTAKE.caught_by[0])
+    return claim_name(source.source, MISTAKE.caught_by[0])
+
+
+def test_feedback_summary_names_the_failed_claim_and_its_message_first(feedback, course):
+    root, _ = course
+    graded = read(root / 'autograded' / MISTAKE.student / AID / NAME)
+    cell = next(c for c in graded.cells if grade_id(c) == MISTAKE.caught_by[0])
+    error = next(o for o in cell.outputs if o.output_type == 'error')
+    seen = feedback['mistake']
+    assert seen['headings'][0].startswith('To fix:'), seen['headings']
+    shown = {f['href']: f for f in seen['failed']}
+    mine = shown.get(f'#{MISTAKE.caught_by[0]}')
+    assert mine and mine['name'] == failed_claim() and error.evalue.splitlines()[0][:80] in mine['message'], (
+        f'the summary should name {failed_claim()!r} with {error.evalue[:80]!r}; it lists {seen["failed"]}')
+    assert {f'#{gid}' for gid in MISTAKE.caught_by} <= set(shown), f'failed claims listed: {list(shown)}'
+    assert not seen['anchors'], f'summary links to no anchor of the page: {seen["anchors"]}'
+
+
+def test_feedback_of_a_perfect_submission_folds_every_passed_claim(feedback):
+    seen = feedback['perfect']
+    tests = sum(role(c) == 'test' for c in RELEASE)
+    assert not seen['failed'] and seen['passed'] == tests and not seen['passed_open'], seen
+    assert seen['headings'][0] == f'Every one of the {tests} claims holds', seen['headings']
+    assert any(h.startswith('Written answers awaiting a grader') for h in seen['headings']), seen['headings']
+
+
+@pytest.mark.parametrize('student', ['mistake', 'perfect', 'served'])
+def test_feedback_maths_renders_with_the_network_cut_off(feedback, student):
+    seen = feedback[student]
+    assert seen['maths'] > 10 and not seen['raw'] and not seen['errors'], (
+        f"{seen['maths']} formulas typeset, {seen['errors']} errors; raw TeX left: {seen['raw'][:5]}")
+    web = [url for url in seen['refused'] if 'colab' not in url]  # the notebook's Open in Colab badge is a web image
+    assert not web, f'the page asked the network for {web}'
+
+
+@pytest.mark.parametrize('shot', [f'{shot}{part}' for shot in FEEDBACK_SHOTS.values() for part in ('', '-maths')])
+def test_screenshot_of_each_feedback_page_shows_a_rendered_page(feedback, shot):
+    fraction = blank_fraction(SHOTS / f'{shot}.png')
+    assert fraction < 0.9, f'{shot}.png is {fraction:.0%} one colour: the page had not rendered'

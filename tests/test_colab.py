@@ -1,13 +1,12 @@
-"""Colab readiness, without Colab: the release runs from a folder holding nothing but itself, as a Colab upload does.
+"""Colab readiness: the release runs from a folder holding nothing but itself, as a Colab upload does, in a kernel of
+Colab's own package set (the `colab` fixture: colab-profile.txt, course/colab.py), not the course's.
 
 The data cell's real download path runs against a local HTTP server on 127.0.0.1 (TINY_SHAKESPEARE_URL points it there):
 a good file lands as input.txt, a corrupted one or an unreachable URL stops with a one-line error and leaves nothing behind.
+tests/test_colab_runtime.py runs every notebook top to bottom there.
 """
 
-import http.server
 import shutil
-import threading
-from functools import partial
 
 import pytest
 from nbclient import NotebookClient
@@ -23,25 +22,6 @@ WITH_DATA = [(a, n) for a, n in NOTEBOOKS if any(c.id == 'data' for c in read(RO
 with_data = pytest.mark.parametrize('notebook', WITH_DATA, ids=[f'{a}/{n}' for a, n in WITH_DATA])
 
 
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope='module')
-def server(tmp_path_factory):
-    """The base URL of an HTTP server on 127.0.0.1 serving good.txt (Tiny Shakespeare) and corrupted.txt (one byte changed)."""
-    www = tmp_path_factory.mktemp('www')
-    good = SHARED.read_bytes()
-    (www / 'good.txt').write_bytes(good)
-    (www / 'corrupted.txt').write_bytes(good[:1000] + bytes([good[1000] ^ 1]) + good[1001:])
-    httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), partial(Quiet, directory=www))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f'http://127.0.0.1:{httpd.server_address[1]}'
-    httpd.shutdown()
-    httpd.server_close()
-
-
 def fresh_folder(tmp_path, aid, name):
     """A folder four levels deep in tmp_path (as deep as the data cell looks up), holding only the release notebook."""
     folder = tmp_path / 'a' / 'b' / 'c' / 'd'
@@ -50,13 +30,13 @@ def fresh_folder(tmp_path, aid, name):
     return folder
 
 
-def run_data_cell(folder, name, url, monkeypatch, ids=('data',)):
-    """Run the cells with these ids of the notebook in folder, the data cell downloading from url; return the data cell."""
+def run_data_cell(folder, name, url, monkeypatch, colab, ids=('data',)):
+    """Run the cells with these ids of the notebook in folder, in a Colab kernel, the data cell downloading from url;
+    return the data cell."""
     monkeypatch.setenv('TINY_SHAKESPEARE_URL', url)
     nb = read(folder / name)
     nb.cells = [c for c in nb.cells if c.id in ids]
-    NotebookClient(nb, timeout=120, kernel_name='python3', allow_errors=True,
-                   resources={'metadata': {'path': str(folder)}}).execute()
+    NotebookClient(nb, km=colab(), timeout=120, allow_errors=True, resources={'metadata': {'path': str(folder)}}).execute()
     return next(c for c in nb.cells if c.id == 'data')
 
 
@@ -65,38 +45,38 @@ def error(cell):
 
 
 @with_data
-def test_data_cell_downloads_a_good_file_to_input_txt(notebook, tmp_path, server, monkeypatch):
+def test_data_cell_downloads_a_good_file_to_input_txt(notebook, tmp_path, server, monkeypatch, colab):
     aid, name = notebook
     folder = fresh_folder(tmp_path, aid, name)
-    cell = run_data_cell(folder, name, f'{server}/good.txt', monkeypatch, ids=('setup', 'data'))
+    cell = run_data_cell(folder, name, f'{server}/good.txt', monkeypatch, colab, ids=('setup', 'data'))
     assert error(cell) is None, error(cell) and error(cell).evalue
     assert (folder / 'input.txt').read_bytes() == SHARED.read_bytes()
     assert sorted(p.name for p in folder.iterdir()) == ['input.txt', name], 'expected input.txt and no input.txt.part'
 
 
 @with_data
-def test_data_cell_rejects_a_corrupted_download_and_saves_nothing(notebook, tmp_path, server, monkeypatch):
+def test_data_cell_rejects_a_corrupted_download_and_saves_nothing(notebook, tmp_path, server, monkeypatch, colab):
     aid, name = notebook
     folder = fresh_folder(tmp_path, aid, name)
-    err = error(run_data_cell(folder, name, f'{server}/corrupted.txt', monkeypatch))
+    err = error(run_data_cell(folder, name, f'{server}/corrupted.txt', monkeypatch, colab))
     assert err and err.ename == 'RuntimeError' and 'wrong sha256' in err.evalue and 'nothing was saved' in err.evalue, err
     assert '\n' not in err.evalue, f'expected a one-line message; got:\n{err.evalue}'
     assert sorted(p.name for p in folder.iterdir()) == [name], 'a corrupted download left a file behind'
 
 
 @with_data
-def test_data_cell_says_how_to_provide_the_file_when_the_url_is_unreachable(notebook, tmp_path, monkeypatch):
+def test_data_cell_says_how_to_provide_the_file_when_the_url_is_unreachable(notebook, tmp_path, monkeypatch, colab):
     aid, name = notebook
     folder = fresh_folder(tmp_path, aid, name)
     url = f'http://127.0.0.1:{free_port()}/input.txt'  # nothing listens there
-    err = error(run_data_cell(folder, name, url, monkeypatch))
+    err = error(run_data_cell(folder, name, url, monkeypatch, colab))
     assert err and err.ename == 'RuntimeError' and 'could not download' in err.evalue, err
     assert 'put Tiny Shakespeare next to this notebook as input.txt' in err.evalue, err.evalue
     assert '\n' not in err.evalue, f'expected a one-line message; got:\n{err.evalue}'
     assert sorted(p.name for p in folder.iterdir()) == [name], 'a failed download left a file behind'
 
 
-def test_release_runs_in_an_empty_folder_until_the_first_exercise(tmp_path, notebook, server, monkeypatch):
+def test_release_runs_in_an_empty_folder_until_the_first_exercise(tmp_path, notebook, server, monkeypatch, colab):
     """Top to bottom, the first error is the stub of a student's exercise: what comes before it needs nothing but the
     data cell's download (from the local server)."""
     aid, name = notebook
@@ -104,9 +84,32 @@ def test_release_runs_in_an_empty_folder_until_the_first_exercise(tmp_path, note
     monkeypatch.setenv('TINY_SHAKESPEARE_URL', f'{server}/good.txt')
     nb = read(folder / name)
     with pytest.raises(CellExecutionError) as stopped:
-        NotebookClient(nb, timeout=120, kernel_name='python3', resources={'metadata': {'path': str(folder)}}).execute()
+        NotebookClient(nb, km=colab(), timeout=120, resources={'metadata': {'path': str(folder)}}).execute()
     failed = next(i for i, c in enumerate(nb.cells) if c.cell_type == 'code' and error(c))
     first = next(i for i, c in enumerate(nb.cells) if role(c) == 'solution')
     assert f'{stopped.value.ename}(\'{stopped.value.evalue}\')' == STUB_ERROR and failed >= first, (
         f'expected {STUB_ERROR} at or after cell {nb.cells[first].id}; cell {nb.cells[failed].id} raised '
         f'{stopped.value.ename}: {stopped.value.evalue}')
+
+
+# Standard-library modules that Python 3.12 (Colab's past runtime) or 3.13 (Colab's) removed (PEP 594, PEP 632): the Colab
+# tests run on the course's Python 3.11, where they still import, so a notebook that used one would pass here and fail there.
+REMOVED = {'aifc', 'asynchat', 'asyncore', 'audioop', 'cgi', 'cgitb', 'chunk', 'crypt', 'distutils', 'imghdr', 'imp',
+           'lib2to3', 'mailcap', 'msilib', 'nis', 'nntplib', 'ossaudiodev', 'pipes', 'smtpd', 'sndhdr', 'spwd', 'sunau',
+           'telnetlib', 'uu', 'xdrlib'}
+
+
+def test_notebooks_import_nothing_that_colabs_python_removed(notebook):
+    import ast
+
+    aid, name = notebook
+    used = set()
+    for cell in read(ROOT / 'source' / aid / name).cells:
+        if cell.cell_type == 'code':
+            code = '\n'.join(line for line in cell.source.splitlines() if not line.lstrip().startswith(('%', '!')))
+            for node in ast.walk(ast.parse(code)):
+                if isinstance(node, ast.Import):
+                    used |= {a.name.split('.')[0] for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    used.add(node.module.split('.')[0])
+    assert not used & REMOVED, f'{name} imports {sorted(used & REMOVED)}, which Colab\'s Python 3.13 no longer has'

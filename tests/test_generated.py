@@ -182,3 +182,46 @@ def test_colab_badges_open_the_committed_version_of_each_notebook():
             if page.suffix == '.ipynb':
                 assert Path(target) == page.relative_to(ROOT), f'{page.relative_to(ROOT)} badge opens {target}'
         assert page.suffix != '.ipynb' or '(COLAB_URL)' not in text, f'{page.relative_to(ROOT)} kept the badge placeholder'
+
+
+def test_every_link_to_this_repository_names_the_configured_one():
+    """Every link (Colab's, raw.githubusercontent.com's, github.com's) to a file of this repository, in any committed
+    file, names course.toml's repository and branch: a course that forks the repository sets them there, and make build
+    points every link at the fork (Step 6's checkpoint URL too)."""
+    from course.build import repo_links
+
+    settings = tomllib.loads((ROOT / 'course.toml').read_text())
+    files = subprocess.run(['git', 'ls-files'], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    links, wrong = 0, []
+    for rel in files:
+        try:
+            text = (ROOT / rel).read_text()
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue
+        for repo, branch, path in repo_links(text):
+            links += 1
+            if (repo, branch) != (settings['github'], settings['branch']):
+                wrong.append(f'{rel}: {repo} ({branch}) -> {path}')
+    assert links, 'found no link to this repository at all (the Colab badges, Step 6\'s checkpoint)'
+    assert not wrong, (f'links to another repository than course.toml\'s {settings["github"]} ({settings["branch"]}): '
+                       'run make build\n' + '\n'.join(wrong))
+
+
+def test_make_build_points_every_link_at_a_fork(tmp_path):
+    """A fork sets `github` and `branch` in course.toml: the links to files of this repository follow, the links to
+    other projects' files (char-rnn's data) do not."""
+    from course.build import with_course_links
+
+    (tmp_path / 'course.toml').write_text('github = "someone/fork"\nbranch = "spring"\n')
+    (tmp_path / 'release' / 'step6').mkdir(parents=True)
+    (tmp_path / 'release' / 'step6' / 'step6_gpt.pt').write_bytes(b'')
+    (tmp_path / 'notebooks').mkdir()
+    (tmp_path / 'notebooks' / 'a.ipynb').write_text('{}')
+    ours = ['https://raw.githubusercontent.com/build-a-transformer/course/main/release/step6/step6_gpt.pt',
+            'https://colab.research.google.com/github/build-a-transformer/course/blob/main/notebooks/a.ipynb',
+            'https://github.com/build-a-transformer/course/blob/main/notebooks/a.ipynb']
+    theirs = 'https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt'
+    text = with_course_links(f"url = '{ours[0]}'\n[badge]({ours[1]}) <{ours[2]}>\n{theirs}\n", tmp_path)
+    assert text == (f"url = '{ours[0].replace('build-a-transformer/course/main', 'someone/fork/spring')}'\n"
+                    f"[badge]({ours[1].replace('build-a-transformer/course/blob/main', 'someone/fork/blob/spring')}) "
+                    f"<{ours[2].replace('build-a-transformer/course/blob/main', 'someone/fork/blob/spring')}>\n{theirs}\n")

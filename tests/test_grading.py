@@ -63,20 +63,32 @@ def test_kill_matrix_is_printed_with_its_kill_rate(graded, step):
 @pytest.mark.parametrize('step', STEPS)
 def test_feedback_shows_each_failed_test_and_its_message_without_hidden_test_source(graded, step):
     """For the bank's first mistake: its feedback page shows, as text, the failed test cell and the message of its error,
-    and no hidden test line."""
+    and no hidden test line; its summary, at the top, names the failed claim (its docstring's first line) and gives that
+    message (issue 31)."""
+    from bs4 import BeautifulSoup
     from submissions import page_text
     from test_generated import hidden_lines
 
     from course.cells import read
+    from course.feedback import claim_name
+    from course.layout import ROOT
 
     mistake = BANKS[step].MUTANTS[0]
     name = notebooks(step)[0]
-    text = page_text(graded.course / 'feedback' / mistake.student / step / name.replace('.ipynb', '.html'))
+    page = graded.course / 'feedback' / mistake.student / step / name.replace('.ipynb', '.html')
+    text = page_text(page)
     graded_nb = read(graded.course / 'autograded' / mistake.student / step / name)
     failed = [c for c in graded_nb.cells if c.metadata.get('nbgrader', {}).get('grade_id') == mistake.caught_by[0]][0]
     error = next(o for o in failed.outputs if o.output_type == 'error')
     assert failed.source.splitlines()[0] in text, 'the feedback should show the failed test cell'
     assert error.evalue.splitlines()[0][:80] in text, 'and its error message'
+    source = next(c for c in read(ROOT / 'source' / step / name).cells
+                  if c.metadata.get('nbgrader', {}).get('grade_id') == mistake.caught_by[0])
+    summary = BeautifulSoup(page.read_text(), 'html.parser').find(id='summary')
+    item = summary and summary.select_one(f'ol.failed > li:has(a[href="#{mistake.caught_by[0]}"])')
+    assert item and item.a.get_text() == claim_name(source.source, mistake.caught_by[0]), (
+        f'the summary should name the claim of {mistake.caught_by[0]}: {summary and summary.get_text()[:1000]}')
+    assert error.evalue.splitlines()[0][:80] in item.select_one('.message').get_text(), item.get_text()
     leaked = [line for line in hidden_lines(step, name) if line in text]
     assert not leaked, f'feedback of {mistake.student} shows hidden test lines: {leaked[:3]}'
 

@@ -63,3 +63,26 @@ def test_checks_judge_every_test_cell_outside_the_kernel(step):
     assert set(verdicts) <= set(points), f'claims for cells that are not test cells: {sorted(set(verdicts) - set(points))}'
     unjudged = [g for g in points if not verdicts.get(g)]
     assert not unjudged, f'test cells that an empty record does not fail (no claim, or a lenient one): {unjudged}'
+
+
+def helper(step, name):
+    """The source (as an AST dump, comments and layout aside) of the function `name` defined in a step's notebooks."""
+    import ast
+
+    for nb in notebooks(step):
+        for cell in read(ROOT / 'source' / step / nb).cells:
+            if cell.cell_type == 'code' and f'def {name}(' in cell.source:
+                tree = ast.parse(cell.source)
+                return next(ast.dump(f) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == name)
+    return None
+
+
+def test_the_figure_helper_is_the_same_in_every_step():
+    """show(fig, alt), the one helper every step writes for its figures, is written once: a fix (Colab's IPython 7.34 has
+    no Image(alt=...)) reaches every step, and no step drifts."""
+    shows = {step: helper(step, 'show') for step in steps()}
+    missing = [s for s, f in shows.items() if f is None]
+    assert not missing, f'steps without a show(fig, alt) helper: {missing}'
+    first = steps()[0]
+    differ = [s for s, f in shows.items() if f != shows[first]]
+    assert not differ, f'show() in {differ} differs from {first}\'s: copy {first}\'s setup-cell helper'

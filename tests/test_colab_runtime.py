@@ -1,0 +1,67 @@
+"""Every step runs on Colab as Colab really is: in a kernel of Colab's own package set (colab-profile.txt: IPython 7.34,
+ipykernel 6.17, matplotlib 3.10, numpy 2.1; the course's torch and Python stand in where Colab's cannot be had here),
+from a folder holding nothing but the notebook, as a notebook opened from its badge: the data, and Step 6's checkpoint,
+are downloaded (from a local server standing in for the real URLs) and checked.
+
+- every executed solution (notebooks/), top to bottom, on a CPU runtime;
+- every student release with its solutions filled in as the demo class's perfect student fills them (course.demo), top to
+  bottom, every visible test passing, on a GPU runtime as a notebook sees one (torch.cuda.is_available() is True).
+"""
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from conftest import NOTEBOOKS
+from course.cells import read
+from course.demo import solved
+from course.layout import ROOT
+
+SHIPPED = {step: sorted(p.name for p in (ROOT / 'release' / step).iterdir() if p.suffix != '.ipynb') for step, _ in NOTEBOOKS}
+
+
+def run_as_on_colab(nb, tmp_path, server, monkeypatch, km):
+    """Run nb top to bottom in km's kernel, alone in a folder four levels deep; return the folder. A cell's error fails
+    the test, naming the cell and the error."""
+    folder = tmp_path / 'a' / 'b' / 'c' / 'd'
+    folder.mkdir(parents=True)
+    monkeypatch.setenv('TINY_SHAKESPEARE_URL', f'{server}/good.txt')
+    monkeypatch.setenv('STEP6_CHECKPOINT_URL', f'{server}/step6_gpt.pt')
+    monkeypatch.delenv('NBGRADER_EXECUTION', raising=False)
+    try:
+        NotebookClient(nb, km=km, timeout=300, resources={'metadata': {'path': str(folder)}}).execute()
+        failed = None
+    except CellExecutionError as e:
+        failed = e
+    if failed:
+        cell = next((c for c in nb.cells if any(o.get('output_type') == 'error' for o in c.get('outputs', []))), None)
+        pytest.fail(f'cell {cell and cell.id} raised {failed.ename}: {failed.evalue} (on Colab\'s package set)', pytrace=False)
+    return folder
+
+
+def check_downloads_and_figures(nb, folder, step):
+    assert (folder / 'input.txt').is_file(), 'expected the data cell to download input.txt next to the notebook'
+    for name in SHIPPED[step]:  # Step 6's checkpoint: it ships in release/, which a notebook opened on Colab does not have
+        assert (folder / name).is_file(), f'expected {name} (shipped with the step) to be downloaded next to the notebook'
+    images = [o for c in nb.cells if c.cell_type == 'code' for o in c.outputs if 'image/png' in o.get('data', {})]
+    no_alt = [o for o in images if not o.get('metadata', {}).get('image/png', {}).get('alt')]
+    assert not no_alt, f'{len(no_alt)} of {len(images)} figures have no alt text'
+
+
+@pytest.mark.parametrize('notebook', NOTEBOOKS, ids=[f'{a}/{n}' for a, n in NOTEBOOKS])
+def test_solution_runs_top_to_bottom_on_colab(notebook, tmp_path, server, monkeypatch, colab):
+    step, name = notebook
+    nb = read(ROOT / 'notebooks' / name)
+    folder = run_as_on_colab(nb, tmp_path, server, monkeypatch, colab())
+    check_downloads_and_figures(nb, folder, step)
+
+
+@pytest.mark.parametrize('notebook', NOTEBOOKS, ids=[f'{a}/{n}' for a, n in NOTEBOOKS])
+def test_release_filled_in_passes_its_visible_tests_on_a_colab_gpu_runtime(notebook, tmp_path, server, monkeypatch, colab):
+    step, name = notebook
+    nb = solved(step, name)
+    nb.cells.append(nbformat.v4.new_code_cell('import torch\nprint(torch.cuda.is_available())'))
+    folder = run_as_on_colab(nb, tmp_path, server, monkeypatch, colab(gpu=True))
+    assert nb.cells[-1].outputs[0].text.strip() == 'True', 'the kernel should claim a GPU, as a Colab GPU runtime does'
+    check_downloads_and_figures(nb, folder, step)

@@ -129,8 +129,10 @@ def facts(step, student, root=ROOT):
                     cells.setdefault(grade_id(cell) or cell.get('id'), out['ename'])
                 if out.get('output_type') == 'error' and role(cell) == 'test':
                     failures.setdefault(grade_id(cell), f"{out.get('ename')}: {out.get('evalue')}"[:MESSAGE_CHARS])
-        released = {grade_id(c): c.source for c in read(Path(root) / 'release' / step / name).cells
-                    if role(c) in ('solution', 'answer')}
+        # The release as grading generated it (course.grading.prepare): release/ itself may be open in an editor.
+        release = next(p for p in (Path(root) / '.build' / 'release' / step / name, Path(root) / 'release' / step / name)
+                       if p.exists())
+        released = {grade_id(c): c.source for c in read(release).cells if role(c) in ('solution', 'answer')}
         blank &= all(c.source == released.get(grade_id(c)) for c in nb.cells if role(c) in ('solution', 'answer'))
     return {'graded': graded, 'cells': cells, 'failures': failures, 'blank': graded and blank, 'removed': removed}
 

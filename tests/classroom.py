@@ -42,7 +42,7 @@ def write(folder, files):
 
 def snapshot(course):
     """sha256 of every file outside the students' folders and what grading itself writes."""
-    own = ('submitted', 'autograded', 'feedback', 'repairs', 'results', '.build', 'gradebook.db', 'grades')
+    own = ('submitted', 'autograded', 'feedback', 'repairs', 'results', 'reports', '.build', 'gradebook.db', 'grades')
     return {str(p.relative_to(course)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in course.rglob('*') if p.is_file() and not str(p.relative_to(course)).startswith(own)
             and '__pycache__' not in p.parts}

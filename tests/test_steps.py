@@ -86,3 +86,39 @@ def test_the_figure_helper_is_the_same_in_every_step():
     first = steps()[0]
     differ = [s for s, f in shows.items() if f != shows[first]]
     assert not differ, f'show() in {differ} differs from {first}\'s: copy {first}\'s setup-cell helper'
+
+
+def definitions(step):
+    """{name: (AST dump, given)} of the functions and classes a step's notebooks define outside test cells, docstrings
+    aside (a reproduced cell may shorten them; the code is what must not drift). given: in a locked cell, not a task."""
+    import ast
+
+    found = {}
+    for nb in notebooks(step):
+        for cell in read(ROOT / 'source' / step / nb).cells:
+            if cell.cell_type != 'code' or role(cell) == 'test':
+                continue
+            for node in ast.parse(cell.source).body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    for part in ast.walk(node):
+                        body = getattr(part, 'body', None)
+                        if (isinstance(part, (ast.FunctionDef, ast.ClassDef)) and body and isinstance(body[0], ast.Expr)
+                                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+                            part.body = body[1:] or [ast.Pass()]
+                    found[node.name] = ast.dump(node), role(cell) != 'solution'
+    return found
+
+
+def test_every_reproduced_definition_equals_the_step_that_teaches_it():
+    """A step re-creates what it needs from earlier steps ("Steps 1-5, reproduced"). Each function or class it defines
+    under a name an earlier step defined must be that step's code (its solution, for a task), docstrings aside: Step 6 is
+    built from the parts Step 5 taught, and a fix in one step cannot leave a stale copy in another. A task that asks
+    students to write a name again is theirs to write, and is not compared."""
+    taught, drifts = {}, []
+    for step in steps():
+        mine = definitions(step)
+        for name, (code, given) in mine.items():
+            if given and name in taught and code != taught[name][1]:
+                drifts.append(f'{step} defines {name}() differently from {taught[name][0]}')
+        taught.update({name: (step, code) for name, (code, _) in mine.items()})
+    assert not drifts, 'reproduced code drifted from its source step (copy the source step\'s code):\n' + '\n'.join(drifts)

@@ -160,4 +160,5 @@ def colab(tmp_path_factory):
     def kernel(gpu=False):
         return KernelManager(kernel_name='colab-gpu' if gpu else 'colab', kernel_spec_manager=specs)
 
+    kernel.jupyter_path = folder  # JUPYTER_PATH for a tool that finds kernels by name (nbval's --nbval-kernel-name)
     return kernel

@@ -26,6 +26,12 @@ MUTANTS = [
     Variant('loop_off_by_one', ((LOOP, 'x[:, :t + 1]', 'x[:, :t]'),), (HAND[LOOP], ROWSUM)),
     Variant('loop_mean_over_batch_too', ((LOOP, '.mean(dim=1)', '.mean(dim=(0, 1))'),), (HAND[LOOP],)),
     Variant('loop_averages_the_future', ((LOOP, 'x[:, :t + 1]', 'x[:, t:]'),), (HAND[LOOP], CAUSAL)),
+    Variant('loop_prefix_sums_in_place', ((LOOP, LOOP_BODY, """    for t in range(1, T):
+        x[:, t] += x[:, t - 1]  # running sums, in place
+    out = x / torch.arange(1, T + 1)[:, None]
+"""),), (HAND[LOOP],)),
+    Variant('loop_output_always_float32', ((LOOP, 'out = torch.zeros_like(x)  # (B,T,C)', 'out = torch.zeros(B, T, C)  # (B,T,C)'),),
+            (HAND[LOOP],)),
     # the tril product
     Variant('tril_is_triu', ((TRIL, TRIL_ONES, TRIL_ONES.replace('torch.tril(', 'torch.triu(')),), (HAND[TRIL], CAUSAL)),
     Variant('tril_transposed', ((TRIL, 'return wei @ x', 'return wei.T @ x'),), (HAND[TRIL], CAUSAL, ROWSUM)),
@@ -42,6 +48,7 @@ MUTANTS = [
     Variant('softmax_then_zero_the_future', ((SOFTMAX, MASK, 'scores = scores'),
                                              (SOFTMAX, ROW_SOFTMAX, 'wei = F.softmax(scores, dim=-1) * tril')),
             (HAND[SOFTMAX], ROWSUM)),
+    Variant('softmax_ignores_dtype', ((SOFTMAX, ZEROS, 'scores = torch.zeros(T, T)'),), (HAND[SOFTMAX],)),
     # the bag of words
     Variant('bow_sums_not_means', (('bow', MEAN, 'x = tok.cumsum(dim=1)'),), ('bow_averages_not_sums', 'bow_matches_reference')),
     Variant('bow_divides_by_T', (('bow', MEAN, 'x = tok.cumsum(dim=1) / T'),),
@@ -53,6 +60,12 @@ MUTANTS = [
             ('bow_ignores_order', 'bow_averages_not_sums', 'bow_matches_reference')),
     Variant('bow_loss_on_probabilities', (('bow', LOSS, LOSS.replace('logits.view', 'F.softmax(logits, dim=-1).view')),),
             ('bow_shapes_and_loss',)),
+    Variant('bow_width_hard_coded', (('bow', 'self.token_embedding_table = nn.Embedding(V, n_embd)',
+                                       'self.token_embedding_table = nn.Embedding(V, 32)'),
+                                      ('bow', 'self.lm_head = nn.Linear(n_embd, V)', 'self.lm_head = nn.Linear(32, V)')),
+            ('bow_shapes_and_loss',)),
+    Variant('bow_embeddings_detached', (('bow', 'tok = self.token_embedding_table(idx)', 'tok = self.token_embedding_table(idx).detach()'),),
+            ('bow_learns',)),
     Variant('bow_head_without_bias', (('bow', 'self.lm_head = nn.Linear(n_embd, V)', 'self.lm_head = nn.Linear(n_embd, V, bias=False)'),),
             ('bow_matches_reference',)),
 ]
@@ -62,6 +75,12 @@ ALTERNATIVES = [
     for b in range(B):
         for t in range(T):
             out[b, t] = torch.mean(x[b, :t + 1], 0)  # (t+1,C) -> (C,)
+"""),)),
+    Variant('alt_loop_running_sum', ((LOOP, LOOP_BODY, """    out = torch.empty_like(x)  # (B,T,C)
+    s = torch.zeros_like(x[:, 0])  # (B,C): the sum of x[:, 0..t]
+    for t in range(T):
+        s = s + x[:, t]
+        out[:, t] = s / (t + 1)
 """),)),
     Variant('alt_tril_by_cumsum', ((TRIL, f"""    tril = {TRIL_ONES}
     {ROWS}  # (T,T), row t holds 1/(t+1) on columns 0..t
@@ -74,6 +93,7 @@ ALTERNATIVES = [
                                       (SOFTMAX, MASK, 'scores = scores')),),
     Variant('alt_softmax_bool_mask', ((SOFTMAX, 'tril == 0', '~tril.bool()'),)),
     Variant('alt_bow_softmax_average', (('bow', MEAN, 'x = average_softmax(tok)'),)),
+    Variant('alt_bow_embedding_rows', (('bow', 'tok = self.token_embedding_table(idx)', 'tok = self.token_embedding_table.weight[idx]'),)),
     Variant('alt_bow_cumsum', (('bow', MEAN, 'x = tok.cumsum(dim=1) / torch.arange(1, T + 1)[:, None]'),)),
     Variant('alt_bow_loss_over_class_axis', (('bow', LOSS, 'F.cross_entropy(logits.transpose(1, 2), targets)'),)),
 ]

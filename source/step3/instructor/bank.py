@@ -6,6 +6,8 @@ from course.demo import Variant
 LOOP = 'average_loop'
 TRIL = 'average_tril'
 SOFTMAX = 'average_softmax'
+RUNNING = 'average_running'
+CUMSUM = 'return x.cumsum(dim=1) / counts'
 LOOP_BODY = """    out = torch.zeros_like(x)  # (B,T,C)
     for t in range(T):
         out[:, t] = x[:, :t + 1].mean(dim=1)  # (B,t+1,C) -> (B,C)
@@ -18,7 +20,7 @@ ROW_SOFTMAX = 'wei = F.softmax(scores, dim=-1)'
 MEAN = 'x = average_tril(tok)'
 LOSS = 'F.cross_entropy(logits.view(B * T, -1), targets.view(B * T))'
 
-HAND = {f: f'{f}_by_hand' for f in (LOOP, TRIL, SOFTMAX)}
+HAND = {f: f'{f}_by_hand' for f in (LOOP, TRIL, SOFTMAX, RUNNING)}
 CAUSAL, ROWSUM = 'averages_are_causal', 'weights_rows_sum_to_one'
 
 MUTANTS = [
@@ -49,6 +51,15 @@ MUTANTS = [
                                              (SOFTMAX, ROW_SOFTMAX, 'wei = F.softmax(scores, dim=-1) * tril')),
             (HAND[SOFTMAX], ROWSUM)),
     Variant('softmax_ignores_dtype', ((SOFTMAX, ZEROS, 'scores = torch.zeros(T, T)'),), (HAND[SOFTMAX],)),
+    # the running mean
+    Variant('running_divides_by_T', ((RUNNING, CUMSUM, 'return x.cumsum(dim=1) / T'),), (HAND[RUNNING],)),
+    Variant('running_sums_over_the_batch', ((RUNNING, CUMSUM, 'return x.cumsum(dim=0) / counts'),), (HAND[RUNNING],)),
+    Variant('running_counts_from_zero', ((RUNNING, 'torch.arange(1, T + 1, dtype=x.dtype)', 'torch.arange(T, dtype=x.dtype) + 1e-9'),),
+            (HAND[RUNNING],)),
+    Variant('running_sums_in_place', ((RUNNING, CUMSUM, 'return x.cumsum_(dim=1) / counts'),), (HAND[RUNNING],)),
+    Variant('running_counts_ignore_dtype', ((RUNNING, 'torch.arange(1, T + 1, dtype=x.dtype)[:, None]',
+                                             'torch.arange(1, T + 1)[:, None].float()'),
+                                            (RUNNING, CUMSUM, 'return (x.cumsum(dim=1) / counts).float()')), (HAND[RUNNING],)),
     # the bag of words
     Variant('bow_sums_not_means', (('bow', MEAN, 'x = tok.cumsum(dim=1)'),), ('bow_averages_not_sums', 'bow_matches_reference')),
     Variant('bow_divides_by_T', (('bow', MEAN, 'x = tok.cumsum(dim=1) / T'),),
@@ -82,6 +93,12 @@ ALTERNATIVES = [
         s = s + x[:, t]
         out[:, t] = s / (t + 1)
 """),)),
+    Variant('alt_running_recurrence', ((RUNNING, '''    counts = torch.arange(1, T + 1, dtype=x.dtype)[:, None]  # (T,1): t + 1 at row t
+    return x.cumsum(dim=1) / counts  # (B,T,C): the prefix sums S_t = S_{t-1} + x_t, each divided by t + 1''',
+                                        '''    out = x.clone()  # (B,T,C)
+    for t in range(1, T):
+        out[:, t] = out[:, t - 1] + (x[:, t] - out[:, t - 1]) / (t + 1)  # mean_t from mean_{t-1}
+    return out'''),)),
     Variant('alt_tril_by_cumsum', ((TRIL, f"""    tril = {TRIL_ONES}
     {ROWS}  # (T,T), row t holds 1/(t+1) on columns 0..t
     return wei @ x  # (T,T) @ (B,T,C) -> (B,T,C)""",

@@ -4,7 +4,7 @@ each with the test cells meant to catch it, and correct alternatives (course.dem
 from course.demo import Variant
 
 PAIR = 'pair = d[:-1] * V + d[1:]'
-SPLIT = "d = train_data if split == 'train' else val_data"
+SPLIT = "d = {'train': train_data, 'val': val_data}[split]"
 BINCOUNT = 'return torch.bincount(pair, minlength=V * V).view(V, V)'
 ROWSUM = 'Ns.sum(dim=1, keepdim=True)'
 SMOOTH = 'Ns = N.double() + alpha'
@@ -42,8 +42,8 @@ MUTANTS = [
     Variant('counts_without_the_shift', cell('counts', (PAIR, 'pair = d[:-1] * V + d[:-1]')), COUNTS),
     Variant('counts_first_pair_dropped', cell('counts', (PAIR, 'pair = d[1:-1] * V + d[2:]')), COUNTS + SPLITS),
     Variant('counts_on_the_whole_text', cell('counts', (SPLIT, 'd = data')), COUNTS + SPLITS),
-    Variant('counts_across_the_boundary', cell('counts', (SPLIT, "d = data[:len(train_data) + 1] if split == 'train' "
-                                                                 "else val_data")), SPLITS),
+    Variant('counts_across_the_boundary', cell('counts', (SPLIT, "d = {'train': data[:len(train_data) + 1], "
+                                                                 "'val': val_data}[split]")), SPLITS),
     # bigram_probs
     Variant('probs_normalised_over_columns', cell('probs', (ROWSUM, 'Ns.sum(dim=0, keepdim=True)')), ROWS + PROBS),
     Variant('probs_row_sums_without_keepdim', cell('probs', (ROWSUM, 'Ns.sum(dim=1)')), ROWS + PROBS),

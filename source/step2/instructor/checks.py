@@ -12,8 +12,9 @@ V = 65
 ROOT = Path(__file__).resolve().parents[3]  # the course: source/step2/instructor/checks.py
 ALPHAS = (0.0, 0.5, 1.0, 3.0)  # bigram_probs on the grader's counts; every row has a count, so alpha = 0 is defined
 TRAIN = (300, 64, 16, 0.05)  # train_bigram(model, steps, B, T, lr): the notebook's run, repeated with the grader's seed
-FALLS = (60, 32, 8, 0.05)  # the run of training_loss_falls, with the notebook test's thresholds:
-START_MIN, END_MAX = 4.0, 3.2  # the mean of the first 5 losses above, of the last 10 below
+FALLS = (150, 32, 8, 0.05)  # the run of training_loss_falls, with the notebook test's thresholds:
+START_MIN, END_MAX = 4.0, 2.8  # the mean of the first 5 losses above, of the last 20 below (150 steps: a
+# forgotten zero_grad still falls below 3.2 in 60 steps, but ends near 3.3 after 150, against 2.55 at most when right)
 CYCLE = 12  # new ids drawn on the table whose row i makes i+1 certain
 MARGIN = 0.05  # nats: the learned model within this of the count model (the notebook measures about 0.02)
 TV_MAX = 0.1  # frequency-weighted total variation between softmax(table) and P (the notebook measures about 0.05)
@@ -303,10 +304,10 @@ def training_loss_falls(inp, rec):
         f"{calls[:2]} as [train?, val?, B, T]: expected {steps} calls of get_batch('train', {B}, {T})")
     losses, n = rec['falls.losses'], int(rec['falls.n'])
     assert n == steps and bool(rec['falls.floats']), f'{n} losses for {steps} steps, or not Python floats'
-    start, end = losses[:5].mean(), losses[-10:].mean()
+    start, end = losses[:5].mean(), losses[-20:].mean()
     assert start > START_MIN and end < END_MAX, (
         f'in {steps} steps the loss should fall from above {START_MIN} to below {END_MAX}: the first 5 steps average '
-        f'{start:.3f}, the last 10 {end:.3f}')
+        f'{start:.3f}, the last 20 {end:.3f}')
 
 
 @claim

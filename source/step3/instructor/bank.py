@@ -75,7 +75,7 @@ MUTANTS = [
                                        'self.token_embedding_table = nn.Embedding(V, 32)'),
                                       ('bow', 'self.lm_head = nn.Linear(n_embd, V)', 'self.lm_head = nn.Linear(32, V)')),
             ('bow_shapes_and_loss',)),
-    Variant('bow_embeddings_detached', (('bow', 'tok = self.token_embedding_table(idx)', 'tok = self.token_embedding_table(idx).detach()'),),
+    Variant('bow_embeddings_detached', (('bow', 'tok = self.token_embedding_table.weight[idx]', 'tok = self.token_embedding_table.weight[idx].detach()'),),
             ('bow_learns',)),
     Variant('bow_head_without_bias', (('bow', 'self.lm_head = nn.Linear(n_embd, V)', 'self.lm_head = nn.Linear(n_embd, V, bias=False)'),),
             ('bow_matches_reference',)),
@@ -110,7 +110,7 @@ ALTERNATIVES = [
                                       (SOFTMAX, MASK, 'scores = scores')),),
     Variant('alt_softmax_bool_mask', ((SOFTMAX, 'tril == 0', '~tril.bool()'),)),
     Variant('alt_bow_softmax_average', (('bow', MEAN, 'x = average_softmax(tok)'),)),
-    Variant('alt_bow_embedding_rows', (('bow', 'tok = self.token_embedding_table(idx)', 'tok = self.token_embedding_table.weight[idx]'),)),
+    Variant('alt_bow_embedding_call', (('bow', 'tok = self.token_embedding_table.weight[idx]', 'tok = self.token_embedding_table(idx)'),)),
     Variant('alt_bow_cumsum', (('bow', MEAN, 'x = tok.cumsum(dim=1) / torch.arange(1, T + 1)[:, None]'),)),
     Variant('alt_bow_loss_over_class_axis', (('bow', LOSS, 'F.cross_entropy(logits.transpose(1, 2), targets)'),)),
 ]

@@ -122,3 +122,80 @@ def test_every_reproduced_definition_equals_the_step_that_teaches_it():
                 drifts.append(f'{step} defines {name}() differently from {taught[name][0]}')
         taught.update({name: (step, code) for name, (code, _) in mine.items()})
     assert not drifts, 'reproduced code drifted from its source step (copy the source step\'s code):\n' + '\n'.join(drifts)
+
+
+# The steps whose test cells bind only names of their own (issue 28). Steps 4-6 still rebind the notebook's names in their
+# tests (x, m, head, ...): add a step here once its test cells are cleaned, and this test keeps it so.
+OWN_NAMES_ONLY = ('step1', 'step2', 'step3')
+
+
+def bound_names(source):
+    """The names a cell binds at the top level of the notebook's namespace (comprehensions, lambdas, functions and classes
+    keep their own scopes; a def or class binds its own name)."""
+    import ast
+
+    scopes = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    out = set()
+
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+            return
+        if isinstance(node, scopes):
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split('.')[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(source))
+    return out
+
+
+@pytest.mark.parametrize('step', [s for s in steps() if s in OWN_NAMES_ONLY])
+def test_test_cells_bind_no_name_of_the_notebook(step):
+    """A test cell that reassigns a name the notebook defines (Step 2's test set P to a 7x7 matrix) breaks the cells
+    after it when a student re-runs the test: every name a test cell binds is its own."""
+    clashes = []
+    for nb in notebooks(step):
+        cells = [c for c in read(ROOT / 'source' / step / nb).cells if c.cell_type == 'code']
+        notebook_names = set().union(*(bound_names(c.source) for c in cells if role(c) != 'test'))
+        clashes += [f'{nb}: {c.metadata.nbgrader.grade_id} binds {sorted(bound_names(c.source) & notebook_names)}'
+                    for c in cells if role(c) == 'test' and bound_names(c.source) & notebook_names]
+    assert not clashes, 'test cells rebind names of the notebook (give them names of their own):\n' + '\n'.join(clashes)
+
+
+@pytest.mark.parametrize('step', [s for s in steps() if s in OWN_NAMES_ONLY])
+def test_rerunning_the_test_cells_leaves_the_notebook_intact(step):
+    """The student's way: run the notebook, run every test cell again, then the rest of the notebook again. Every name
+    the notebook bound still holds the same object after the tests, and the re-run raises nothing."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    for name in notebooks(step):
+        nb = read(ROOT / 'notebooks' / name)
+        client = NotebookClient(nb, timeout=600, kernel_name='python3',
+                                resources={'metadata': {'path': str(ROOT / 'notebooks')}})
+        mine = sorted(set().union(*(bound_names(c.source) for c in nb.cells if c.cell_type == 'code' and role(c) != 'test')))
+        snapshot = nbformat.v4.new_code_cell(f'_ids_before = {{k: id(globals()[k]) for k in {mine!r} if k in globals()}}')
+        compare = nbformat.v4.new_code_cell(
+            "_moved = sorted(k for k, i in _ids_before.items() if k in globals() and id(globals()[k]) != i)\n"
+            "assert not _moved, f'the test cells rebound {_moved}'")
+        cells = list(nb.cells)
+        nb.cells += [snapshot, compare]  # nbclient stores each cell's outputs at its index
+        with client.setup_kernel():
+            for i, cell in enumerate(cells):
+                client.execute_cell(cell, i)
+            client.execute_cell(snapshot, len(cells))
+            for i, cell in enumerate(cells):
+                if role(cell) == 'test':
+                    client.execute_cell(cell, i)
+            client.execute_cell(compare, len(cells) + 1)
+            first_test = next(i for i, c in enumerate(cells) if role(c) == 'test')
+            for i, cell in enumerate(cells[first_test:], first_test):
+                if cell.cell_type == 'code' and role(cell) != 'test':
+                    client.execute_cell(cell, i)

@@ -29,6 +29,7 @@ SHIFT = ('get_batch_targets_are_x_shifted_by_one',)
 INSIDE = ('get_batch_windows_stay_inside_their_split',)
 UNIFORM = ('get_batch_starts_are_uniform',)
 NO_MIX = ('get_batch_splits_do_not_mix',)
+REPRO = ('get_batch_is_reproducible',)
 COUNTS_CELL = ('char_counts_counts_every_symbol',)
 ENTROPY_CELL = ('entropy_bits_small_cases',)
 ZEROS = ('entropy_bits_ignores_zero_counts',)
@@ -50,6 +51,8 @@ MUTANTS = [
             VOCAB_CELL + IDS_CELL),
     Variant('vocab_from_the_train_split_only', vocab(VOCAB_RETURN, 'return sorted(set(text[:int(0.9 * len(text))]))'),
             VOCAB_CELL),
+    Variant('vocab_returned_as_a_string', vocab(VOCAB_RETURN, "return ''.join(sorted(set(text)))"), VOCAB_CELL),
+    Variant('vocab_sorted_backwards', vocab(VOCAB_RETURN, 'return sorted(set(text), reverse=True)'), VOCAB_CELL + IDS_CELL),
     # encode / decode
     Variant('encode_returns_a_tensor', codec(('return [stoi[c] for c in s]', 'return torch.tensor([stoi[c] for c in s])')),
             IDS_CELL),
@@ -59,6 +62,11 @@ MUTANTS = [
         "raise KeyError(f'{e.args[0]!r} is not one", "raise ValueError(f'{e.args[0]!r} is not one")), UNKNOWN),
     Variant('ids_start_at_1_reserving_0_for_padding', codec(('return [stoi[c] for c in s]', 'return [stoi[c] + 1 for c in s]'),
                                                             (DECODE, "return ''.join(itos[i - 1] for i in ids)")), IDS_CELL),
+    Variant('encode_message_names_no_character', codec((
+        "raise KeyError(f'{e.args[0]!r} is not one of the {V} characters of the vocabulary') from None",
+        "raise KeyError('a character is not in the vocabulary') from None")), UNKNOWN),
+    Variant('encode_returns_a_tuple', codec(('return [stoi[c] for c in s]', 'return tuple(stoi[c] for c in s)')),
+            IDS_CELL + ROUND_TRIP),
     Variant('decode_joins_with_spaces', codec((DECODE, "return ' '.join(itos[i] for i in ids)")), ROUND_TRIP),
     # split_data
     Variant('split_shuffles_the_characters', (('split_data', SPLIT, 'data = data[torch.randperm(len(data))]\n    ' + SPLIT),),
@@ -74,6 +82,10 @@ MUTANTS = [
     Variant('randint_bound_runs_past_the_end', batch((STARTS, 'ix = torch.randint(len(d) - T + 1, (B,))')), INSIDE + UNIFORM),
     Variant('randint_over_the_whole_split', batch((STARTS, 'ix = torch.randint(len(d), (B,))')), INSIDE + UNIFORM),
     Variant('randint_never_draws_the_last_start', batch((STARTS, 'ix = torch.randint(len(d) - T - 1, (B,))')), UNIFORM),
+    Variant('starts_drawn_without_replacement', batch((STARTS, 'ix = torch.randperm(len(d) - T)[:B]')), SHAPES),
+    Variant('starts_drawn_with_python_random', batch((STARTS, 'import random\n    ix = torch.tensor([random.randrange(len(d) - T) for _ in range(B)])')),
+            REPRO),
+    Variant('starts_reseeded_inside_get_batch', batch((STARTS, 'torch.manual_seed(0)\n    ' + STARTS)), REPRO),
     # get_batch: the split
     Variant('split_argument_ignored', batch((PICK, 'd = train_data')), INSIDE + NO_MIX),
     Variant('splits_swapped', batch((PICK, "d = val_data if split == 'train' else train_data")), INSIDE + NO_MIX),
@@ -81,7 +93,9 @@ MUTANTS = [
     # char_counts
     Variant('counts_without_minlength', freq((COUNTS, 'return torch.bincount(ids)')), COUNTS_CELL),
     Variant('counts_as_floats', freq((COUNTS, 'return torch.zeros(V).index_add_(0, ids, torch.ones(len(ids)))')), COUNTS_CELL),
+    Variant('counts_hard_coded_65_symbols', freq((COUNTS, 'return torch.bincount(ids, minlength=65)')), COUNTS_CELL),
     # entropy_bits
+    Variant('entropy_returned_as_a_tensor', freq((ENTROPY, 'return -(p * torch.log2(p)).sum()')), ENTROPY_CELL),
     Variant('entropy_in_nats', freq((ENTROPY, 'return -(p * torch.log(p)).sum().item()')), ENTROPY_CELL),
     Variant('entropy_log_of_zero_counts', freq((DROP_ZEROS, '')), ZEROS),
     Variant('entropy_of_unnormalised_counts', freq((NORMALISE, 'p = counts.double()')), ENTROPY_CELL),
@@ -101,6 +115,14 @@ ALTERNATIVES = [
             raise KeyError(f'unknown character {c!r}')
         ids.append(stoi[c])
     return ids"""))),
+    Variant('alt_encode_names_the_last_unknown_character', codec((ENCODE_BODY, """    unknown = [c for c in s if c not in stoi]
+    if unknown:
+        raise KeyError(f'{unknown[-1]!r} is not in the vocabulary')
+    return [stoi[c] for c in s]"""))),
+    Variant('alt_encode_names_every_unknown_character', codec((ENCODE_BODY, """    unknown = sorted(set(s) - set(stoi))
+    if unknown:
+        raise KeyError(f'characters outside the vocabulary: {unknown}')
+    return [stoi[c] for c in s]"""))),
     Variant('alt_decode_by_chars', codec((DECODE, "return ''.join(chars[i] for i in ids)"))),
     Variant('alt_split_with_torch_split', (('split_data', 'return data[:n], data[n:]',
                                             'train, val = torch.split(data, [n, len(data) - n])\n    return train, val'),)),
@@ -110,9 +132,11 @@ ALTERNATIVES = [
                                               (Y, 'y = w[:, 1:]'))),
     Variant('alt_batch_dict_and_low_high', batch((PICK, "d = {'train': train_data, 'val': val_data}[split]"),
                                                  (STARTS, 'ix = torch.randint(0, len(d) - T, (B,))'))),
+    Variant('alt_batch_multinomial_starts', batch((STARTS, 'ix = torch.multinomial(torch.ones(len(d) - T), B, replacement=True)'))),
     Variant('alt_counts_scatter_add', freq((COUNTS, 'return torch.zeros(V, dtype=torch.long).scatter_add_(0, ids, torch.ones_like(ids))'))),
     Variant('alt_entropy_xlogy_float32', freq((NORMALISE, 'p = counts / counts.sum()'), (DROP_ZEROS, ''),
                                               (ENTROPY, 'return (-torch.xlogy(p, p).sum() / math.log(2)).item()'))),
     Variant('alt_entropy_special_entr', freq((DROP_ZEROS, ''), (ENTROPY, 'return torch.special.entr(p).sum().item() / math.log(2)'))),
+    Variant('alt_entropy_float_of_tensor', freq((ENTROPY, 'return float(-(p * torch.log2(p)).sum())'))),
     Variant('alt_entropy_clamped_log', freq((DROP_ZEROS, ''), (ENTROPY, 'return -(p * torch.log2(p.clamp_min(1e-30))).sum().item()'))),
 ]

@@ -10,7 +10,7 @@ from course.claims import claim
 VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # sorted(set(text)) of the sha256-fixed data
 H_TEXT = 4.779353271961856  # the unigram entropy of the whole text, in bits
 N_ENC, N_DEC = 24, 12  # random strings to encode, random id lists to decode
-OOV = [('Café', 'é'), ('1599', '1'), ('a\tb', '\t'), ('naïve [sic]', 'ï'), ('50%', '5')]  # (string, first unknown char)
+OOV = ['Café', '1599', 'a\tb', 'naïve [sic]', '50%']  # strings holding characters outside the vocabulary
 SPLIT_CASES = [(1237, 0.9), (41, 0.9), (200, 0.75)]  # (length, frac)
 BATCH_B, BATCH_T, BATCH_DRAWS, BATCH_SEED = 16, 7, 200, 2027
 ALPHA = 1e-3  # the uniformity verdict's false-alarm rate, shared by its two chi-square tests (Bonferroni: ALPHA/2 each)
@@ -38,7 +38,7 @@ def make_inputs(seed=20261):
         x[f'enc{i}'] = codepoints(''.join(rng.choice(letters, int(rng.integers(0, 80)))))
     for i in range(N_DEC):  # decode: id lists, lengths 0..79
         x[f'dec{i}'] = rng.integers(0, len(VOCAB), int(rng.integers(0, 80)))
-    for i, (s, _) in enumerate(OOV):  # an unknown character inside text that is otherwise fine
+    for i, s in enumerate(OOV):  # an unknown character inside text that is otherwise fine
         pre = ''.join(rng.choice(letters, int(rng.integers(0, 6))))
         x[f'oov{i}'] = codepoints(pre + s)
     for i, (n, _) in enumerate(SPLIT_CASES):
@@ -62,8 +62,10 @@ def probe(nb, inp, run, *, N_ENC, N_DEC, OOV, SPLIT_CASES, BATCH_SEED, BATCH_DRA
         return np.array([ord(c) for c in text], dtype=np.int32)
 
     def vocab():
-        return {'chars': cp(''.join(nb.chars)), 'V': int(nb.V),
-                's0': cp(''.join(nb.build_vocab(inp.text('vocab.s0')))), 's1': cp(''.join(nb.build_vocab(inp.text('vocab.s1'))))}
+        v0 = nb.build_vocab(inp.text('vocab.s0'))
+        return {'chars': cp(''.join(nb.chars)), 'V': int(nb.V), 'type': type(v0).__name__[:50],
+                'strs': isinstance(v0, list) and all(isinstance(c, str) and len(c) == 1 for c in v0),
+                's0': cp(''.join(v0)), 's1': cp(''.join(nb.build_vocab(inp.text('vocab.s1'))))}
     run('vocab', vocab)
 
     def enc():
@@ -123,6 +125,21 @@ def probe(nb, inp, run, *, N_ENC, N_DEC, OOV, SPLIT_CASES, BATCH_SEED, BATCH_DRA
         return out
     run('batch', batches)
 
+    def reproducible():
+        out = {}
+        with nb.replaced(train_data=torch.arange(200), val_data=torch.arange(200, 250)):
+            for k, seed in enumerate((BATCH_SEED + 1, BATCH_SEED + 1, BATCH_SEED + 2)):
+                torch.manual_seed(seed)
+                out[f'x{k}'] = nb.get_batch('train', 8, 4)[0]
+        return out
+    run('repro', reproducible)
+
+    def wide():  # more windows than valid starts: drawn with replacement
+        with nb.replaced(train_data=torch.arange(12), val_data=torch.arange(12, 24)):
+            x, y = nb.get_batch('train', 16, 8)
+        return {'shape': np.array([*x.shape, *y.shape])}
+    run('wide', wide)
+
     def real_batches():
         out = {}
         for name, b, t in (('train', 4, 8), ('val', 3, 5)):
@@ -135,7 +152,9 @@ def probe(nb, inp, run, *, N_ENC, N_DEC, OOV, SPLIT_CASES, BATCH_SEED, BATCH_DRA
     run('counts', lambda: {f'c{i}': nb.char_counts(inp.tensor(f'counts{i}'), v) for i, (v, _, _) in enumerate(COUNT_CASES)})
 
     def entropy():
-        out = {f'h{i}': float(nb.entropy_bits(inp.tensor(f'entropy{i}'))) for i in range(2)}
+        h0 = nb.entropy_bits(inp.tensor('entropy0'))
+        out = {'float': type(h0) is float, 'type': type(h0).__name__[:50]}
+        out |= {f'h{i}': float(nb.entropy_bits(inp.tensor(f'entropy{i}'))) for i in range(2)}
         out['text'] = float(nb.entropy_bits(torch.bincount(nb.data, minlength=65)))
         return out
     run('entropy', entropy)
@@ -177,17 +196,21 @@ def batch(rec, name):
 
 @claim
 def vocab_is_sorted_distinct_and_complete(inp, rec):
-    assert rec.chars('vocab.chars') == VOCAB and int(rec['vocab.V']) == len(VOCAB), 'chars is not the sorted vocabulary'
+    assert bool(rec['vocab.strs']), f"build_vocab returned a {rec.text('vocab.type')}, not a list of 1-character strs"
+    got = rec.chars('vocab.chars')
+    assert got == VOCAB and int(rec['vocab.V']) == len(VOCAB), (
+        f'chars is not the sorted vocabulary of {len(VOCAB)} symbols: {int(rec["vocab.V"])} symbols, starting {got[:12]!r}')
     for k in ('s0', 's1'):
         want = ''.join(sorted(set(inp.text(f'vocab.{k}'))))
         got = rec.chars(f'vocab.{k}')
-        assert got == want, f'build_vocab on the grader text {k}: {got!r}, expected {want!r}'
+        assert got == want, f'build_vocab on the grader text {k}: {got!r} ({len(got)} symbols), expected {want!r} ({len(want)})'
 
 
 @claim
 def encode_gives_one_int_per_character(inp, rec):
     for i in range(N_ENC):
-        assert bool(rec[f'enc.list{i}']), f'encode of string {i} is not a list of Python ints'
+        n = len(inp.text(f'enc{i}'))
+        assert bool(rec[f'enc.list{i}']), f'encode of string {i} ({n} characters) is not a list of Python ints'
         got, want = rec[f'enc.ids{i}'].tolist(), ids_of(inp.text(f'enc{i}'))
         assert got == want, f'encode of string {i}: {got[:8]}..., expected {want[:8]}...'
 
@@ -195,18 +218,22 @@ def encode_gives_one_int_per_character(inp, rec):
 @claim
 def encode_decode_round_trip(inp, rec):
     for i in range(N_ENC):
-        assert rec.chars(f'rt.se{i}') == inp.text(f'enc{i}'), f'decode(encode(s)) != s for string {i}'
+        got, want = rec.chars(f'rt.se{i}'), inp.text(f'enc{i}')
+        assert got == want, f'decode(encode(s)) is {got[:30]!r} ({len(got)} characters), not s = {want[:30]!r} ({len(want)})'
     for i in range(N_DEC):
-        assert rec[f'rt.ed{i}'].tolist() == inp[f'dec{i}'].tolist(), f'encode(decode(ids)) != ids for list {i}'
+        got, want = rec[f'rt.ed{i}'].tolist(), inp[f'dec{i}'].tolist()
+        assert got == want, f'encode(decode(ids)) is {got[:8]}... ({len(got)} ids), not ids = {want[:8]}... ({len(want)})'
 
 
 @claim
 def encode_rejects_unknown_characters(inp, rec):
-    for i, (_, bad) in enumerate(OOV):
+    for i in range(len(OOV)):
+        s = inp.text(f'oov{i}')
+        bad = sorted(set(s) - set(VOCAB))  # the contract: the message names one of them, any one
         raised = rec.text(f'oov.raised{i}')
-        assert raised == 'KeyError', f'encode of a string holding {bad!r} raised {raised or "nothing"}, not KeyError'
+        assert raised == 'KeyError', f'encode({s!r}), which holds {bad}, raised {raised or "nothing"}, not KeyError'
         msg = rec.chars(f'oov.msg{i}')
-        assert bad in msg or repr(bad) in msg, f'the KeyError for {bad!r} does not name it: {msg!r}'
+        assert any(b in msg or repr(b) in msg for b in bad), f'the KeyError of encode({s!r}) names none of {bad}: {msg!r}'
 
 
 @claim
@@ -215,7 +242,8 @@ def split_is_contiguous_90_10(inp, rec):
         d, k = inp[f'split{i}'], int(frac * n)
         tr, va = rec[f'split.train{i}'], rec[f'split.val{i}']
         assert tr.tolist() == d[:k].tolist() and va.tolist() == d[k:].tolist(), (
-            f'split_data of a length-{n} tensor with frac={frac} is not its first {k} elements and the rest')
+            f'split_data of a length-{n} tensor with frac={frac} gave {len(tr)} + {len(va)} elements, not its first {k} '
+            f'elements and the other {n - k}, in order')
 
 
 @claim
@@ -224,6 +252,9 @@ def get_batch_shapes_and_dtype(inp, rec):
         assert rec[f'real.{name}.shape'].tolist() == [b, t, b, t], f'{name}: shapes {rec[f"real.{name}.shape"].tolist()}'
         assert rec.text(f'real.{name}.dtype') == 'torch.int64 torch.int64', f'{name}: dtypes {rec.text(f"real.{name}.dtype")}'
         assert rec.text(f'batch.{name}.dtype') == 'torch.int64 torch.int64', f'{name}: dtypes {rec.text(f"batch.{name}.dtype")}'
+    got = rec['wide.shape'].tolist()
+    assert got == [16, 8, 16, 8], (f'get_batch(\'train\', 16, 8) on a split with 4 valid starts gave shapes {got[:2]}, '
+                                   f'{got[2:]}, not (16, 8): the starts must be drawn with replacement')
 
 
 @claim
@@ -254,30 +285,42 @@ def get_batch_starts_are_uniform(inp, rec):
 
 
 @claim
+def get_batch_is_reproducible(inp, rec):
+    a, b, c = (rec[f'repro.x{k}'] for k in range(3))
+    assert a.shape == (8, 4) and np.array_equal(a, b), (
+        f'the same torch.manual_seed gave starts {a[:, 0].tolist()} and {b[:, 0].tolist()}: draw them with torch')
+    assert not np.array_equal(a, c), f'two seeds gave the same starts {a[:, 0].tolist()}'
+
+
+@claim
 def get_batch_splits_do_not_mix(inp, rec):
     n_train = bounds(inp)['train'][1]
     xt, yt = batch(rec, 'train')
     xv, yv = batch(rec, 'val')
-    assert max(xt.max(), yt.max()) < n_train, 'a train batch read validation characters'
-    assert min(xv.min(), yv.min()) >= n_train, 'a val batch read training characters'
+    top, bottom = max(xt.max(), yt.max()), min(xv.min(), yv.min())
+    assert top < n_train, f'a train batch read position {top}, in validation (>= {n_train})'
+    assert bottom >= n_train, f'a val batch read position {bottom}, in training (< {n_train})'
 
 
 @claim
 def char_counts_counts_every_symbol(inp, rec):
     for i, (v, _, _) in enumerate(COUNT_CASES):
         got, want = rec[f'counts.c{i}'], np.bincount(inp[f'counts{i}'], minlength=v)
-        assert got.dtype == np.int64 and got.tolist() == want.tolist(), f'counts case {i}: {got.tolist()}'
+        assert got.dtype == np.int64 and got.tolist() == want.tolist(), (
+            f'counts case {i} (V = {v}): {got.dtype} {got.tolist()[:10]}... ({len(got)} entries), expected int64 '
+            f'{want.tolist()[:10]}... ({len(want)})')
 
 
 @claim
 def entropy_bits_small_cases(inp, rec):
-    got = float(rec['entropy.h0'])
-    assert abs(got - entropy(inp['entropy0'])) < 1e-6, f'entropy of the grader counts: {got}'
+    assert bool(rec['entropy.float']), f"entropy_bits returned a {rec.text('entropy.type')}, not a Python float"
+    got, want = float(rec['entropy.h0']), entropy(inp['entropy0'])
+    assert abs(got - want) < 1e-6, f'entropy of the grader counts: {got:.6f} bits, expected {want:.6f}'
     got = float(rec['entropy.text'])
     assert abs(got - H_TEXT) < 1e-6, f'entropy of the text: {got}, expected {H_TEXT:.6f} bits'
 
 
 @claim
 def entropy_bits_ignores_zero_counts(inp, rec):
-    got = float(rec['entropy.h1'])
-    assert math.isfinite(got) and abs(got - entropy(inp['entropy1'])) < 1e-6, f'entropy of counts with zeros: {got}'
+    got, want = float(rec['entropy.h1']), entropy(inp['entropy1'])
+    assert math.isfinite(got) and abs(got - want) < 1e-6, f'entropy of counts with zeros: {got} bits, expected {want:.6f}'

@@ -4,7 +4,7 @@ each with the test cells meant to catch it, and correct alternatives (course.dem
 from course.demo import Variant
 
 PAIR = 'pair = d[:-1] * V + d[1:]'
-SPLIT = "d = train_data if split == 'train' else val_data"
+SPLIT = "d = {'train': train_data, 'val': val_data}[split]"
 BINCOUNT = 'return torch.bincount(pair, minlength=V * V).view(V, V)'
 ROWSUM = 'Ns.sum(dim=1, keepdim=True)'
 SMOOTH = 'Ns = N.double() + alpha'
@@ -26,6 +26,7 @@ LOSS = ('loss_is_cross_entropy_of_logits',)
 INIT = ('init_loss_is_expected_logsumexp',)
 GEN_SHAPE = ('generate_extends_the_context',)
 GEN = ('generate_samples_from_the_last_position',)
+AUTO = ('generate_is_autoregressive',)
 FALLS = ('training_loss_falls',)
 GAP = ('training_approaches_the_count_model',)
 TV = ('learned_softmax_approaches_the_counts',)
@@ -41,8 +42,8 @@ MUTANTS = [
     Variant('counts_without_the_shift', cell('counts', (PAIR, 'pair = d[:-1] * V + d[:-1]')), COUNTS),
     Variant('counts_first_pair_dropped', cell('counts', (PAIR, 'pair = d[1:-1] * V + d[2:]')), COUNTS + SPLITS),
     Variant('counts_on_the_whole_text', cell('counts', (SPLIT, 'd = data')), COUNTS + SPLITS),
-    Variant('counts_across_the_boundary', cell('counts', (SPLIT, "d = data[:len(train_data) + 1] if split == 'train' "
-                                                                 "else val_data")), SPLITS),
+    Variant('counts_across_the_boundary', cell('counts', (SPLIT, "d = {'train': data[:len(train_data) + 1], "
+                                                                 "'val': val_data}[split]")), SPLITS),
     # bigram_probs
     Variant('probs_normalised_over_columns', cell('probs', (ROWSUM, 'Ns.sum(dim=0, keepdim=True)')), ROWS + PROBS),
     Variant('probs_row_sums_without_keepdim', cell('probs', (ROWSUM, 'Ns.sum(dim=1)')), ROWS + PROBS),
@@ -54,6 +55,7 @@ MUTANTS = [
     Variant('nll_summed_not_averaged', cell('nll', (LOGMEAN, 'return -p.double().log().sum().item()')), NLL),
     Variant('nll_pairs_transposed', cell('nll', ('p = P[data[:-1], data[1:]]', 'p = P[data[1:], data[:-1]]')), NLL),
     Variant('nll_log_of_the_mean', cell('nll', (LOGMEAN, 'return -p.double().mean().log().item()')), NLL),
+    Variant('nll_returned_as_a_tensor', cell('nll', (LOGMEAN, 'return -p.double().log().mean()')), NLL),
     Variant('nll_epsilon_hides_the_zero', cell('nll', (LOGMEAN, 'return -(p.double() + 1e-10).log().mean().item()')), INF),
     # BigramLanguageModel.forward
     Variant('softmax_then_cross_entropy',
@@ -76,10 +78,19 @@ MUTANTS = [
     Variant('generate_softmax_over_the_batch', cell('model', (SOFTMAX, 'probs = F.softmax(logits[:, -1, :], dim=0)')), GEN),
     Variant('generate_replaces_the_context', cell('model', ('idx = torch.cat((idx, idx_next), dim=1)', 'idx = idx_next')),
             GEN_SHAPE),
+    Variant('generate_always_after_the_original_context',
+            cell('model', ('logits, _ = self(idx)  # (B,t,V)', 'logits, _ = self(idx[:, :idx.shape[1] - _])  # (B,T,V)')), AUTO),
+    Variant('generate_returns_inside_the_loop',
+            cell('model', ('idx = torch.cat((idx, idx_next), dim=1)', 'idx = torch.cat((idx, idx_next), dim=1)\n            return idx')),
+            GEN_SHAPE + AUTO),
     # train_bigram
     Variant('zero_grad_forgotten', cell('train', (ZERO_GRAD, '')), FALLS + GAP + TV),
     Variant('zero_grad_after_backward', cell('train', (ZERO_GRAD + BACKWARD, BACKWARD + ZERO_GRAD)), FALLS + GAP + TV),
-    Variant('trained_on_the_validation_split', cell('train', ("xb, yb = get_batch('train', B, T)", "xb, yb = get_batch('val', B, T)")), GAP),
+    Variant('trained_on_the_validation_split', cell('train', ("xb, yb = get_batch('train', B, T)", "xb, yb = get_batch('val', B, T)")), GAP + FALLS),
+    Variant('batch_and_context_swapped', cell('train', ("xb, yb = get_batch('train', B, T)", "xb, yb = get_batch('train', T, B)")),
+            FALLS),
+    Variant('one_batch_for_every_step', cell('train', ("    losses = []\n", "    losses = []\n    xb, yb = get_batch('train', B, T)\n"),
+                                             ("        xb, yb = get_batch('train', B, T)  # (B,T), (B,T)\n", '')), FALLS),
     Variant('losses_kept_as_tensors', cell('train', ('losses.append(loss.item())', 'losses.append(loss)')), FALLS),
 ]
 
@@ -90,6 +101,8 @@ ALTERNATIVES = [
     Variant('alt_counts_scatter_add', cell('counts', (BINCOUNT, 'flat = torch.zeros(V * V, dtype=torch.long)\n'
                                                                 '    return flat.scatter_add_(0, pair, torch.ones_like(pair))'
                                                                 '.view(V, V)'))),
+    Variant('alt_probs_float64', cell('probs', ('return (Ns / Ns.sum(dim=1, keepdim=True)).float()',
+                                                'return Ns / Ns.sum(dim=1, keepdim=True)'))),
     Variant('alt_probs_normalize_float32', cell('probs', (SMOOTH, 'Ns = N.float() + alpha'),
                                                  ('return (Ns / Ns.sum(dim=1, keepdim=True)).float()',
                                                   'return F.normalize(Ns, p=1, dim=1)'))),
@@ -101,6 +114,7 @@ ALTERNATIVES = [
     Variant('alt_generate_categorical_last_token_only',
             cell('model', ('logits, _ = self(idx)', 'logits, _ = self(idx[:, -1:])'),
                  (SAMPLE, 'idx_next = torch.distributions.Categorical(probs=probs).sample()[:, None]'))),
+    Variant('alt_train_keyword_batch_arguments', cell('train', ("xb, yb = get_batch('train', B, T)", "xb, yb = get_batch(split='train', B=B, T=T)"))),
     Variant('alt_train_zero_grad_first_adamw',
             cell('train', ('optimizer = torch.optim.Adam(', 'optimizer = torch.optim.AdamW('),
                  (ZERO_GRAD, ''), ('        xb, yb = get_batch', '        optimizer.zero_grad()\n        xb, yb = get_batch'))),

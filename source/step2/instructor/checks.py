@@ -12,6 +12,10 @@ V = 65
 ROOT = Path(__file__).resolve().parents[3]  # the course: source/step2/instructor/checks.py
 ALPHAS = (0.0, 0.5, 1.0, 3.0)  # bigram_probs on the grader's counts; every row has a count, so alpha = 0 is defined
 TRAIN = (300, 64, 16, 0.05)  # train_bigram(model, steps, B, T, lr): the notebook's run, repeated with the grader's seed
+FALLS = (150, 32, 8, 0.05)  # the run of training_loss_falls, with the notebook test's thresholds:
+START_MIN, END_MAX = 4.0, 2.8  # the mean of the first 5 losses above, of the last 20 below (150 steps: a
+# forgotten zero_grad still falls below 3.2 in 60 steps, but ends near 3.3 after 150, against 2.55 at most when right)
+CYCLE = 12  # new ids drawn on the table whose row i makes i+1 certain
 MARGIN = 0.05  # nats: the learned model within this of the count model (the notebook measures about 0.02)
 TV_MAX = 0.1  # frequency-weighted total variation between softmax(table) and P (the notebook measures about 0.05)
 E_LSE = 4.6617  # E[logsumexp(z)] for z ~ N(0, I_65), by Monte Carlo over 10^7 draws: the expected loss at initialisation
@@ -56,10 +60,11 @@ def make_inputs(seed=20262):
     ctx[:, 0], ctx[:, -1] = first, last
     x['gen.ctx'] = ctx
     x['seeds'] = rng.integers(0, 2**31, 4)
+    x['cycle.ctx'] = rng.integers(0, V, (3, 2))
     return x
 
 
-def probe(nb, inp, run, *, V, ALPHAS, N_INIT, TRAIN):
+def probe(nb, inp, run, *, V, ALPHAS, N_INIT, TRAIN, FALLS, CYCLE):
     """In the student's kernel: what the notebook's functions and BigramLanguageModel compute on the grader's inputs."""
     import numpy as np
     import torch
@@ -81,7 +86,10 @@ def probe(nb, inp, run, *, V, ALPHAS, N_INIT, TRAIN):
 
     run('counts', lambda: {'train': nb.bigram_counts('train'), 'val': nb.bigram_counts('val')})
     run('probs', lambda: {f'a{i}': nb.bigram_probs(t('probs.N'), a) for i, a in enumerate(ALPHAS)})
-    run('nll', lambda: {'p': nb.bigram_nll(t('nll.P'), t('nll.data'))})
+    def nll():
+        got = nb.bigram_nll(t('nll.P'), t('nll.data'))
+        return {'p': float(got), 'float': type(got) is float, 'type': type(got).__name__[:50]}
+    run('nll', nll)
     run('smooth', lambda: {'a0': nb.bigram_nll(nb.bigram_probs(t('N_train'), 0.0), t('val')),
                            'a1': nb.bigram_nll(nb.bigram_probs(t('N_train'), 1.0), t('val'))})
 
@@ -111,6 +119,12 @@ def probe(nb, inp, run, *, V, ALPHAS, N_INIT, TRAIN):
         return {'new': m.generate(t('gen.ctx'), 1), 'long': m.generate(t('gen.ctx')[:3], 5)}
     run('gen', generate)
 
+    def cycle():
+        W = torch.full((V, V), -100.0)
+        W[torch.arange(V), (torch.arange(V) + 1) % V] = 100.0  # row i: i+1 is certain
+        return {'out': model(W).generate(t('cycle.ctx'), CYCLE)}
+    run('cycle', cycle)
+
     def train():
         torch.manual_seed(seeds[3])
         m = nb.BigramLanguageModel(V)
@@ -118,6 +132,19 @@ def probe(nb, inp, run, *, V, ALPHAS, N_INIT, TRAIN):
         return {'table': table(m), 'floats': all(type(x) is float for x in losses), 'n': len(losses),
                 'losses': np.array([float(x) for x in losses], dtype=np.float64)}
     run('train', train)
+
+    def falls():
+        calls, real = [], nb.get_batch
+
+        def recording(split, B, T):
+            calls.append((split == 'train', split == 'val', B, T))
+            return real(split, B, T)
+        torch.manual_seed(seeds[3] + 1)
+        with nb.replaced(get_batch=recording):
+            losses = nb.train_bigram(nb.BigramLanguageModel(V), *FALLS)
+        return {'calls': np.array(calls, dtype=np.int64).reshape(-1, 4), 'floats': all(type(x) is float for x in losses),
+                'n': len(losses), 'losses': np.array([float(x) for x in losses], dtype=np.float64)}
+    run('falls', falls)
 
 
 def log_softmax(z):
@@ -154,15 +181,18 @@ def trained(rec):
 
 @claim
 def counts_are_bigram_pairs(inp, rec):
-    N = rec['counts.train']
-    assert N.shape == (V, V) and np.array_equal(N, inp['N_train']), 'the training counts differ from the reference'
+    N, ref = rec['counts.train'], inp['N_train']
+    assert N.shape == (V, V), f'the training counts have shape {N.shape}, not ({V}, {V})'
+    assert np.array_equal(N, ref), f'the training counts differ from the reference in {int((N != ref).sum())} of {V * V} entries'
 
 
 @claim
 def counts_inside_each_split(inp, rec):
-    assert int(rec['counts.train'].sum()) == int(inp['N_train'].sum()), (
-        'the training count does not hold the n - 1 training pairs')
-    assert np.array_equal(rec['counts.val'], inp['N_val']), 'the validation counts differ from the reference'
+    got, want = int(rec['counts.train'].sum()), int(inp['N_train'].sum())
+    assert got == want, f'the training count holds {got:,} pairs, not the n - 1 = {want:,} training pairs'
+    got, want = rec['counts.val'], inp['N_val']
+    assert got.shape == want.shape and np.array_equal(got, want), (
+        f'the validation counts ({int(got.sum()):,} pairs) differ from the reference ({int(want.sum()):,} pairs)')
 
 
 @claim
@@ -170,38 +200,48 @@ def probs_rows_are_distributions(inp, rec):
     for i, alpha in enumerate(ALPHAS):
         if alpha > 0:
             P, _ = probs(inp, rec, i)
-            assert P.shape == (V, V) and (P > 0).all() and np.abs(P.sum(1) - 1).max() < 1e-5, f'alpha = {alpha}'
+            assert P.shape == (V, V), f'alpha = {alpha}: P has shape {P.shape}'
+            err = np.abs(P.sum(1) - 1).max()
+            assert (P > 0).all() and err < 1e-5, (
+                f'alpha = {alpha}: {int((P <= 0).sum())} entries <= 0, max |row sum - 1| = {err:.3g} (allowed 1e-5)')
 
 
 @claim
 def probs_are_smoothed_frequencies(inp, rec):
     for i, alpha in enumerate(ALPHAS):
         P, ref = probs(inp, rec, i)
-        assert P.shape == ref.shape and np.abs(P - ref).max() < 1e-6, f'bigram_probs differs at alpha = {alpha}'
+        assert P.shape == ref.shape, f'alpha = {alpha}: P has shape {P.shape}, not {ref.shape}'
+        gap = np.abs(P - ref).max()
+        assert gap < 1e-6, f'bigram_probs differs from (N + alpha) / (N_i + V alpha) at alpha = {alpha} by {gap:.3g} (max 1e-6)'
 
 
 @claim
 def nll_is_mean_negative_log_probability(inp, rec):
     d, P = inp['nll.data'], inp['nll.P'].astype(np.float64)
     ref = float(-np.log(P[d[:-1], d[1:]]).mean())
+    assert bool(rec['nll.float']), f"bigram_nll returned a {rec.text('nll.type')}, not a Python float"
     got = rec.number('nll.p')
     assert abs(got - ref) < 1e-5, f'bigram_nll = {got:.6f}, expected {ref:.6f}'
 
 
 @claim
 def unsmoothed_val_nll_is_infinite(inp, rec):
-    assert rec.number('smooth.a0') == math.inf, 'without smoothing the validation NLL is not inf'
-    ref = nll_of_counts(np.log(count_model(inp, 1.0)), inp['N_val'])
-    assert abs(rec.number('smooth.a1') - ref) < 1e-4, f'with alpha = 1 the validation NLL is not {ref:.4f}'
+    got = rec.number('smooth.a0')
+    assert got == math.inf, f'without smoothing the validation NLL is {got}, not inf'
+    ref, got = nll_of_counts(np.log(count_model(inp, 1.0)), inp['N_val']), rec.number('smooth.a1')
+    assert abs(got - ref) < 1e-4, f'with alpha = 1 the validation NLL is {got:.5f}, not {ref:.5f}'
 
 
 @claim
 def forward_returns_logits_and_loss(inp, rec):
     W, idx = inp['model.W'], inp['model.idx']
-    assert int(rec['forward.n_params']) == V * V, 'the model does not have V*V parameters'
+    n = int(rec['forward.n_params'])
+    assert n == V * V, f'the model has {n:,} parameters, not V*V = {V * V:,}'
     for key in ('forward.logits', 'forward.logits0'):
         logits = rec[key]
-        assert logits.shape == idx.shape + (V,) and np.abs(logits - W[idx]).max() < 1e-6, f'{key} are not the table rows'
+        assert logits.shape == idx.shape + (V,), f'{key} have shape {logits.shape}, not {idx.shape + (V,)}'
+        gap = np.abs(logits - W[idx]).max()
+        assert gap < 1e-6, f'{key} differ from the table rows by {gap:.3g} (allowed 1e-6)'
     assert bool(rec['forward.loss0_none']), 'the loss without targets is not None'
 
 
@@ -218,12 +258,14 @@ def init_loss_is_expected_logsumexp(inp, rec):
     losses = []
     for i in range(N_INIT):
         W = rec[f'init.table{i}']
-        assert W.shape == (V, V) and abs(W.mean()) < 0.1 and abs(W.std() - 1) < 0.1, 'the table is not N(0,1) at init'
-        ref = cross_entropy(W, idx, targets)
-        assert abs(rec.number(f'init.loss{i}') - ref) < 1e-4, 'the loss at initialisation is not the cross-entropy'
+        assert W.shape == (V, V) and abs(W.mean()) < 0.1 and abs(W.std() - 1) < 0.1, (
+            f'the table at init is {W.shape}, mean {W.mean():.3f}, std {W.std():.3f}: not N(0,1)')
+        ref, got = cross_entropy(W, idx, targets), rec.number(f'init.loss{i}')
+        assert abs(got - ref) < 1e-4, f'the loss at initialisation is {got:.4f}, not the cross-entropy {ref:.4f}'
         losses.append(ref)
-    assert abs(np.mean(losses) - E_LSE) < 0.15, f'mean loss at init {np.mean(losses):.3f}, expected {E_LSE}'
-    assert abs(rec.number('init.zero') - math.log(V)) < 1e-4, 'a zero table does not give ln V'
+    assert abs(np.mean(losses) - E_LSE) < 0.15, f'mean loss at init {np.mean(losses):.3f}, expected {E_LSE} (allowed 0.15)'
+    got = rec.number('init.zero')
+    assert abs(got - math.log(V)) < 1e-4, f'a zero table gives {got:.4f}, not ln V = {math.log(V):.4f}'
 
 
 @claim
@@ -240,14 +282,32 @@ def generate_samples_from_the_last_position(inp, rec):
     freq = np.bincount(out[:, -1].astype(np.int64), minlength=V)[:V] / N_GEN
     q = np.exp(log_softmax(inp['gen.W'][ctx[0, -1]]))
     tv = 0.5 * np.abs(freq - q).sum()
-    assert tv < 0.1, f'the new ids are {tv:.3f} in total variation from softmax of the last position'
+    assert tv < 0.1, f'the new ids are {tv:.3f} in total variation from softmax of the last position (allowed 0.1)'
+
+
+@claim
+def generate_is_autoregressive(inp, rec):
+    ctx, out = inp['cycle.ctx'], rec['cycle.out']
+    want = (ctx[:, -1:] + np.arange(1, CYCLE + 1)) % V
+    assert out.shape == (len(ctx), ctx.shape[1] + CYCLE), f'generate returned {out.shape}'
+    got = out[:, ctx.shape[1]:]
+    assert np.array_equal(got, want), (f'on a table with a certain cycle i -> i+1, generate drew {got[0].tolist()} after '
+                                       f'{ctx[0].tolist()}, not {want[0].tolist()}: a new id is not drawn after the one before')
 
 
 @claim
 def training_loss_falls(inp, rec):
-    losses = rec['train.losses']
-    assert int(rec['train.n']) == TRAIN[0] and bool(rec['train.floats']), 'not one float loss per step'
-    assert losses[:5].mean() > 4.0 and losses[-50:].mean() < 2.7, 'the training loss does not fall'
+    steps, B, T, _ = FALLS
+    calls = rec['falls.calls'].tolist()
+    assert calls == [[1, 0, B, T]] * steps, (
+        f"train_bigram(model, {steps}, B={B}, T={T}, ...) made {len(calls)} calls to get_batch, the first "
+        f"{calls[:2]} as [train?, val?, B, T]: expected {steps} calls of get_batch('train', {B}, {T})")
+    losses, n = rec['falls.losses'], int(rec['falls.n'])
+    assert n == steps and bool(rec['falls.floats']), f'{n} losses for {steps} steps, or not Python floats'
+    start, end = losses[:5].mean(), losses[-20:].mean()
+    assert start > START_MIN and end < END_MAX, (
+        f'in {steps} steps the loss should fall from above {START_MIN} to below {END_MAX}: the first 5 steps average '
+        f'{start:.3f}, the last 20 {end:.3f}')
 
 
 @claim
@@ -255,7 +315,8 @@ def training_approaches_the_count_model(inp, rec):
     logq, Ntr, Nva, Ptr0 = trained(rec), inp['N_train'], inp['N_val'], count_model(inp, 0.0)
     gap_train = nll_of_counts(logq, Ntr) - nll_of_counts(np.log(np.where(Ptr0 > 0, Ptr0, 1.0)), Ntr)
     gap_val = nll_of_counts(logq, Nva) - nll_of_counts(np.log(count_model(inp, 1.0)), Nva)
-    assert gap_train < MARGIN and abs(gap_val) < MARGIN, f'gaps {gap_train:.4f} (train), {gap_val:.4f} (val)'
+    assert gap_train < MARGIN and abs(gap_val) < MARGIN, (
+        f'the learned model is {gap_train:.4f} (train) and {gap_val:+.4f} (val) from the count model (allowed {MARGIN})')
 
 
 @claim
@@ -263,4 +324,4 @@ def learned_softmax_approaches_the_counts(inp, rec):
     Ntr = inp['N_train']
     pi = Ntr.sum(1) / Ntr.sum()
     tv = float((pi * 0.5 * np.abs(np.exp(trained(rec)) - count_model(inp, 1.0)).sum(1)).sum())
-    assert tv < TV_MAX, f'weighted total variation {tv:.3f}'
+    assert tv < TV_MAX, f'weighted total variation {tv:.3f} between softmax(table) and P (allowed {TV_MAX})'

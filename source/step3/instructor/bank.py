@@ -6,6 +6,8 @@ from course.demo import Variant
 LOOP = 'average_loop'
 TRIL = 'average_tril'
 SOFTMAX = 'average_softmax'
+RUNNING = 'average_running'
+CUMSUM = 'return x.cumsum(dim=1) / counts'
 LOOP_BODY = """    out = torch.zeros_like(x)  # (B,T,C)
     for t in range(T):
         out[:, t] = x[:, :t + 1].mean(dim=1)  # (B,t+1,C) -> (B,C)
@@ -18,7 +20,7 @@ ROW_SOFTMAX = 'wei = F.softmax(scores, dim=-1)'
 MEAN = 'x = average_tril(tok)'
 LOSS = 'F.cross_entropy(logits.view(B * T, -1), targets.view(B * T))'
 
-HAND = {f: f'{f}_by_hand' for f in (LOOP, TRIL, SOFTMAX)}
+HAND = {f: f'{f}_by_hand' for f in (LOOP, TRIL, SOFTMAX, RUNNING)}
 CAUSAL, ROWSUM = 'averages_are_causal', 'weights_rows_sum_to_one'
 
 MUTANTS = [
@@ -26,6 +28,12 @@ MUTANTS = [
     Variant('loop_off_by_one', ((LOOP, 'x[:, :t + 1]', 'x[:, :t]'),), (HAND[LOOP], ROWSUM)),
     Variant('loop_mean_over_batch_too', ((LOOP, '.mean(dim=1)', '.mean(dim=(0, 1))'),), (HAND[LOOP],)),
     Variant('loop_averages_the_future', ((LOOP, 'x[:, :t + 1]', 'x[:, t:]'),), (HAND[LOOP], CAUSAL)),
+    Variant('loop_prefix_sums_in_place', ((LOOP, LOOP_BODY, """    for t in range(1, T):
+        x[:, t] += x[:, t - 1]  # running sums, in place
+    out = x / torch.arange(1, T + 1)[:, None]
+"""),), (HAND[LOOP],)),
+    Variant('loop_output_always_float32', ((LOOP, 'out = torch.zeros_like(x)  # (B,T,C)', 'out = torch.zeros(B, T, C)  # (B,T,C)'),),
+            (HAND[LOOP],)),
     # the tril product
     Variant('tril_is_triu', ((TRIL, TRIL_ONES, TRIL_ONES.replace('torch.tril(', 'torch.triu(')),), (HAND[TRIL], CAUSAL)),
     Variant('tril_transposed', ((TRIL, 'return wei @ x', 'return wei.T @ x'),), (HAND[TRIL], CAUSAL, ROWSUM)),
@@ -42,6 +50,16 @@ MUTANTS = [
     Variant('softmax_then_zero_the_future', ((SOFTMAX, MASK, 'scores = scores'),
                                              (SOFTMAX, ROW_SOFTMAX, 'wei = F.softmax(scores, dim=-1) * tril')),
             (HAND[SOFTMAX], ROWSUM)),
+    Variant('softmax_ignores_dtype', ((SOFTMAX, ZEROS, 'scores = torch.zeros(T, T)'),), (HAND[SOFTMAX],)),
+    # the running mean
+    Variant('running_divides_by_T', ((RUNNING, CUMSUM, 'return x.cumsum(dim=1) / T'),), (HAND[RUNNING],)),
+    Variant('running_sums_over_the_batch', ((RUNNING, CUMSUM, 'return x.cumsum(dim=0) / counts'),), (HAND[RUNNING],)),
+    Variant('running_counts_from_zero', ((RUNNING, 'torch.arange(1, T + 1, dtype=x.dtype)', 'torch.arange(T, dtype=x.dtype) + 1e-9'),),
+            (HAND[RUNNING],)),
+    Variant('running_sums_in_place', ((RUNNING, CUMSUM, 'return x.cumsum_(dim=1) / counts'),), (HAND[RUNNING],)),
+    Variant('running_counts_ignore_dtype', ((RUNNING, 'torch.arange(1, T + 1, dtype=x.dtype)[:, None]',
+                                             'torch.arange(1, T + 1)[:, None].float()'),
+                                            (RUNNING, CUMSUM, 'return (x.cumsum(dim=1) / counts).float()')), (HAND[RUNNING],)),
     # the bag of words
     Variant('bow_sums_not_means', (('bow', MEAN, 'x = tok.cumsum(dim=1)'),), ('bow_averages_not_sums', 'bow_matches_reference')),
     Variant('bow_divides_by_T', (('bow', MEAN, 'x = tok.cumsum(dim=1) / T'),),
@@ -53,6 +71,12 @@ MUTANTS = [
             ('bow_ignores_order', 'bow_averages_not_sums', 'bow_matches_reference')),
     Variant('bow_loss_on_probabilities', (('bow', LOSS, LOSS.replace('logits.view', 'F.softmax(logits, dim=-1).view')),),
             ('bow_shapes_and_loss',)),
+    Variant('bow_width_hard_coded', (('bow', 'self.token_embedding_table = nn.Embedding(V, n_embd)',
+                                       'self.token_embedding_table = nn.Embedding(V, 32)'),
+                                      ('bow', 'self.lm_head = nn.Linear(n_embd, V)', 'self.lm_head = nn.Linear(32, V)')),
+            ('bow_shapes_and_loss',)),
+    Variant('bow_embeddings_detached', (('bow', 'tok = self.token_embedding_table.weight[idx]', 'tok = self.token_embedding_table.weight[idx].detach()'),),
+            ('bow_learns',)),
     Variant('bow_head_without_bias', (('bow', 'self.lm_head = nn.Linear(n_embd, V)', 'self.lm_head = nn.Linear(n_embd, V, bias=False)'),),
             ('bow_matches_reference',)),
 ]
@@ -63,6 +87,18 @@ ALTERNATIVES = [
         for t in range(T):
             out[b, t] = torch.mean(x[b, :t + 1], 0)  # (t+1,C) -> (C,)
 """),)),
+    Variant('alt_loop_running_sum', ((LOOP, LOOP_BODY, """    out = torch.empty_like(x)  # (B,T,C)
+    s = torch.zeros_like(x[:, 0])  # (B,C): the sum of x[:, 0..t]
+    for t in range(T):
+        s = s + x[:, t]
+        out[:, t] = s / (t + 1)
+"""),)),
+    Variant('alt_running_recurrence', ((RUNNING, '''    counts = torch.arange(1, T + 1, dtype=x.dtype)[:, None]  # (T,1): t + 1 at row t
+    return x.cumsum(dim=1) / counts  # (B,T,C): the prefix sums S_t = S_{t-1} + x_t, each divided by t + 1''',
+                                        '''    out = x.clone()  # (B,T,C)
+    for t in range(1, T):
+        out[:, t] = out[:, t - 1] + (x[:, t] - out[:, t - 1]) / (t + 1)  # mean_t from mean_{t-1}
+    return out'''),)),
     Variant('alt_tril_by_cumsum', ((TRIL, f"""    tril = {TRIL_ONES}
     {ROWS}  # (T,T), row t holds 1/(t+1) on columns 0..t
     return wei @ x  # (T,T) @ (B,T,C) -> (B,T,C)""",
@@ -74,6 +110,7 @@ ALTERNATIVES = [
                                       (SOFTMAX, MASK, 'scores = scores')),),
     Variant('alt_softmax_bool_mask', ((SOFTMAX, 'tril == 0', '~tril.bool()'),)),
     Variant('alt_bow_softmax_average', (('bow', MEAN, 'x = average_softmax(tok)'),)),
+    Variant('alt_bow_embedding_call', (('bow', 'tok = self.token_embedding_table.weight[idx]', 'tok = self.token_embedding_table(idx)'),)),
     Variant('alt_bow_cumsum', (('bow', MEAN, 'x = tok.cumsum(dim=1) / torch.arange(1, T + 1)[:, None]'),)),
     Variant('alt_bow_loss_over_class_axis', (('bow', LOSS, 'F.cross_entropy(logits.transpose(1, 2), targets)'),)),
 ]

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from course.claims import claim, expect_causal
 
 WAYS = ('average_loop', 'average_tril', 'average_softmax')
+RUNNING = 'average_running'  # the fourth way, O(TC): judged on the hand case and the cases only
 CASES = [  # (B, T, C, dtype, tolerance), as in the hidden tests of the three *_by_hand cells
     (3, 7, 5, 'float32', 1e-6), (2, 1, 4, 'float32', 1e-6), (4, 16, 3, 'float32', 1e-6),
     (2, 9, 4, 'float64', 1e-12), (1, 33, 2, 'float64', 1e-12),
@@ -61,7 +62,7 @@ def make_inputs(seed=20263):
     return x
 
 
-def probe(nb, inp, run, *, WAYS, CASES, V, REF_SHAPES, N_EMBD):
+def probe(nb, inp, run, *, WAYS, RUNNING, CASES, V, REF_SHAPES, N_EMBD):
     """In the student's kernel: the three averages and BagOfWordsModel on the grader's inputs."""
     import torch
 
@@ -73,7 +74,7 @@ def probe(nb, inp, run, *, WAYS, CASES, V, REF_SHAPES, N_EMBD):
         out = f(x)
         return out, bool(torch.equal(x, before))
 
-    for fname in WAYS:
+    for fname in (*WAYS, RUNNING):
         def f(x, fname=fname):
             return getattr(nb, fname)(x)
 
@@ -95,7 +96,8 @@ def probe(nb, inp, run, *, WAYS, CASES, V, REF_SHAPES, N_EMBD):
         m = model(300)
         logits0, loss0 = m(t('bow_idx'))
         logits, loss = m(t('bow_idx'), t('bow_targets'))
-        return {'logits0': logits0, 'loss0_is_none': loss0 is None, 'logits': logits, 'loss': loss}
+        shapes = [*m.token_embedding_table.weight.shape, *m.lm_head.weight.shape, *m.lm_head.bias.shape]
+        return {'logits0': logits0, 'loss0_is_none': loss0 is None, 'logits': logits, 'loss': loss, 'shapes': shapes}
     run('bow_api', api)
 
     def logits_of(m, *names):
@@ -111,8 +113,13 @@ def probe(nb, inp, run, *, WAYS, CASES, V, REF_SHAPES, N_EMBD):
         return logits_of(m, *[f'bow_ref{i}' for i in range(len(REF_SHAPES))]) | {
             'emb': m.token_embedding_table.weight, 'W': m.lm_head.weight, 'b': m.lm_head.bias}
     run('bow_ref', reference)
-    run('bow_trained', lambda: {'trained': logits_of(nb.bow, 'val_x')['val_x'],  # the notebook's trained model
-                                'fresh': logits_of(model(0, N_EMBD), 'val_x')['val_x']})
+    def trained():
+        fresh = model(0, N_EMBD)  # bow's initialisation, untrained
+        pairs = zip(nb.bow.parameters(), fresh.parameters(), strict=True)
+        moved = [float((p.detach() - q.detach()).abs().max()) for p, q in pairs]
+        return {'trained': logits_of(nb.bow, 'val_x')['val_x'],  # the notebook's trained model
+                'fresh': logits_of(fresh, 'val_x')['val_x'], 'moved': moved}
+    run('bow_trained', trained)
 
 
 def running_mean(v):
@@ -124,11 +131,13 @@ def by_hand(inp, rec, fname):
     want = torch.tensor(HAND_MEAN)[:, :, None]
     assert out.shape == want.shape, f'shape {tuple(out.shape)} on the hand case, expected {tuple(want.shape)}'
     assert bool(rec[f'{fname}_hand.unchanged']), f'{fname} modified its input'
-    assert torch.allclose(out.float(), want, atol=1e-6), f'{fname} on the hand case: {out[..., 0].tolist()}'
+    assert torch.allclose(out.float(), want, atol=1e-6), f'{fname} on the hand case: {out[..., 0].tolist()}, expected {HAND_MEAN}'
     for i, (*_, tol) in enumerate(CASES):
         got, ref = rec.tensor(f'{fname}_cases.case{i}'), running_mean(inp.tensor(f'case{i}'))
-        assert got.dtype == ref.dtype and got.shape == ref.shape, f'case {i}: {tuple(got.shape)} {got.dtype}'
-        assert (got - ref).abs().max() < tol, f'case {i}: not the running mean'
+        assert got.dtype == ref.dtype and got.shape == ref.shape, (
+            f'case {i}: {tuple(got.shape)} {got.dtype}, expected {tuple(ref.shape)} {ref.dtype} (the dtype of x)')
+        gap = (got - ref).abs().max().item()
+        assert gap < tol, f'case {i} ({ref.dtype}): max |difference| from the running mean {gap:.3g} (allowed {tol:g})'
 
 
 @claim
@@ -147,17 +156,24 @@ def average_softmax_by_hand(inp, rec):
 
 
 @claim
+def average_running_by_hand(inp, rec):
+    by_hand(inp, rec, RUNNING)
+
+
+@claim
 def three_ways_agree(inp, rec):
     loop = rec.tensor('average_loop_agree.out')
     for fname in WAYS[1:]:
-        assert (rec.tensor(f'{fname}_agree.out') - loop).abs().max() < 1e-6, f'{fname} and average_loop disagree'
+        gap = (rec.tensor(f'{fname}_agree.out') - loop).abs().max().item()
+        assert gap < 1e-6, f'{fname} and average_loop differ by {gap:.3g} (allowed 1e-6)'
 
 
 @claim
 def weights_rows_sum_to_one(inp, rec):
     for fname in WAYS:
         W = rec.tensor(f'{fname}_eye.out')[0]
-        assert (W >= 0).all() and (W.sum(-1) - 1).abs().max() < 1e-6, f'{fname}: rows of W are not convex weights'
+        err = (W.sum(-1) - 1).abs().max().item()
+        assert (W >= 0).all() and err < 1e-6, f'{fname}: min W = {W.min().item():.3g}, max |row sum - 1| = {err:.3g} (max 1e-6)'
 
 
 @claim
@@ -171,11 +187,15 @@ def zero_query_attention_is_the_running_mean(inp, rec):
     v = inp.tensor('sdpa_v')
     zeros = torch.zeros_like(v)
     ref = F.scaled_dot_product_attention(zeros, zeros, v, is_causal=True)
-    assert (rec.tensor('sdpa.out') - ref).abs().max() < 1e-6, 'average_softmax differs from zero-score attention'
+    gap = (rec.tensor('sdpa.out') - ref).abs().max().item()
+    assert gap < 1e-6, f'average_softmax differs from zero-score attention by {gap:.3g} (allowed 1e-6)'
 
 
 @claim
 def bow_shapes_and_loss(inp, rec):
+    shapes = rec['bow_api.shapes'].tolist()
+    assert shapes == [V, 16, V, 16, V], (f'BagOfWordsModel(V, 16) holds weights of shapes {shapes} (embedding, head, bias), '
+                                          f'not [{V}, 16], [{V}, 16], [{V}]: n_embd is not used')
     logits, targets = rec.tensor('bow_api.logits'), inp.tensor('bow_targets')
     assert tuple(rec.tensor('bow_api.logits0').shape) == (3, 7, V) and tuple(logits.shape) == (3, 7, V), 'logits shape'
     assert bool(rec['bow_api.loss0_is_none']), 'a loss without targets'
@@ -193,14 +213,17 @@ def bow_is_causal(inp, rec):
 @claim
 def bow_ignores_order(inp, rec):
     last = rec.tensor('bow_order.bow_order')[:, -1]
-    assert (rec.tensor('bow_order.flipped')[:, -1] - last).abs().max() < 1e-5, 'the last prediction depends on the order'
-    assert (rec.tensor('bow_order.bow_order_first')[:, -1] - last).abs().max() > 1e-4, 'the last prediction ignores x_0'
+    gap = (rec.tensor('bow_order.flipped')[:, -1] - last).abs().max().item()
+    assert gap < 1e-5, f'reversing the window moves the last prediction by {gap:.3g} (allowed 1e-5)'
+    moved = (rec.tensor('bow_order.bow_order_first')[:, -1] - last).abs().max().item()
+    assert moved > 1e-4, f'changing x_0 moves the last prediction by {moved:.3g} (expected > 1e-4)'
 
 
 @claim
 def bow_averages_not_sums(inp, rec):
     logits = rec.tensor('bow_run.bow_run')
-    assert (logits - logits[:, :1]).abs().max() < 1e-5, 'a run of one character gets different logits'
+    gap = (logits - logits[:, :1]).abs().max().item()
+    assert gap < 1e-5, f'a run of one character gets logits that differ by {gap:.3g} from position 0 (allowed 1e-5)'
 
 
 @claim
@@ -209,7 +232,9 @@ def bow_matches_reference(inp, rec):
     for i in range(len(REF_SHAPES)):
         ref = running_mean(emb[inp.tensor(f'bow_ref{i}')]) @ W.T + b
         got = rec.tensor(f'bow_ref.bow_ref{i}')
-        assert got.shape == ref.shape and (got - ref).abs().max() < 1e-5, f'reference case {i}'
+        assert got.shape == ref.shape, f'reference case {i}: logits {tuple(got.shape)}, expected {tuple(ref.shape)}'
+        gap = (got - ref).abs().max().item()
+        assert gap < 1e-5, f'reference case {i}: max |difference| {gap:.3g} from lm_head(causal mean) (allowed 1e-5)'
 
 
 @claim
@@ -217,4 +242,8 @@ def bow_learns(inp, rec):
     y = inp.tensor('val_y').reshape(-1)
     after = F.cross_entropy(rec.tensor('bow_trained.trained').reshape(len(y), -1), y).item()
     before = F.cross_entropy(rec.tensor('bow_trained.fresh').reshape(len(y), -1), y).item()
-    assert after < 3.1 and before - after > 1, f'validation loss {before:.3f} -> {after:.3f}'
+    moved = rec['bow_trained.moved'].tolist()
+    assert len(moved) >= 3 and min(moved) > 0, (f'training left a parameter at its initial value (largest change of each: '
+                                                f'{[f"{m:.3g}" for m in moved]}): the loss does not reach it')
+    assert after < 3.1 and before - after > 1, (
+        f'validation loss {before:.3f} -> {after:.3f}: expected below 3.1, and over 1 nat below the initial loss')

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from course.claims import claim, expect_causal, expect_causal_at_every_position, tolerance
 
 D, HS, T, B = 32, 16, 8, 4
-HEAD_CASES = [  # (B, T, T_max, d, head_size, causal, dtype, input scale, tolerance), as in head_matches_sdpa_reference
+HEAD_CASES = [  # (B, T, block_size, d, head_size, causal, dtype, input scale, tolerance), as in head_matches_sdpa_reference
     (B, T, T, D, HS, True, 'float32', 1.0, 1e-5),
     (2, 5, 12, 24, 6, True, 'float32', 1.0, 1e-5),
     (3, 12, 12, 10, 20, True, 'float32', 1.0, 1e-5),
@@ -21,7 +21,7 @@ HEAD_CASES = [  # (B, T, T_max, d, head_size, causal, dtype, input scale, tolera
     (2, 6, 6, 16, 8, True, 'float64', 1.0, 1e-12),
     (2, 8, 8, 16, 8, True, 'float32', 30.0, 1e-5),
 ]
-HEAD_HINTS = ['the visible case', 'T < T_max: slice the mask to tril[:T, :T]',
+HEAD_HINTS = ['the visible case', 'T < block_size: slice the mask to tril[:T, :T]',
               'head_size > d: scale by sqrt(head_size), not sqrt(d)', 'a single position', 'causal=False: no mask at all',
               'float64: compute in the dtype of x, no dtype=torch.float32 anywhere',
               'large scores: mask with -inf before F.softmax, no hand-written exp']

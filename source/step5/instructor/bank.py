@@ -38,12 +38,12 @@ MUTANTS = [
     Variant('heads_stacked_then_reshaped', mha((CAT, 'out = torch.stack([h(x) for h in self.heads], dim=1)'
                                                      '.reshape(x.shape)')), TORCH_MHA),
     Variant('output_projection_missing', mha(('return self.proj(out)  # (B,T,d)', 'return out  # (B,T,d)')), TORCH_MHA),
-    Variant('heads_of_full_width', mha(('ModuleList([Head(d, d // n_head, T_max)', 'ModuleList([Head(d, d, T_max)'),
+    Variant('heads_of_full_width', mha(('ModuleList([Head(d, d // n_head, block_size)', 'ModuleList([Head(d, d, block_size)'),
                                        ('self.proj = nn.Linear(d, d, bias=False)', 'self.proj = nn.Linear(n_head * d, d, bias=False)')),
             TORCH_MHA + ('mha_has_h_bias_free_heads_and_projection',)),
     Variant('projection_with_bias', mha(('self.proj = nn.Linear(d, d, bias=False)', 'self.proj = nn.Linear(d, d)')),
             ('mha_has_h_bias_free_heads_and_projection',)),
-    Variant('heads_not_causal', mha(('ModuleList([Head(d, d // n_head, T_max)', 'ModuleList([Head(d, d // n_head, T_max, causal=False)')),
+    Variant('heads_not_causal', mha(('ModuleList([Head(d, d // n_head, block_size)', 'ModuleList([Head(d, d // n_head, block_size, causal=False)')),
             TORCH_MHA + CAUSAL),
     # BatchedMultiHeadAttention
     Variant('view_heads_without_transpose', batched((SPLIT_VIEWS, """        q = q.view(B, nh, T, hs)  # (B,nh,T,hs)
@@ -119,7 +119,7 @@ MUTANTS = [
             ('gpt_param_formula', 'gpt2_small_count')),
     Variant('gpt_count_tied_head_counted_twice', params(('head = 0 if tied else V * d', 'head = V * d')),
             ('gpt_param_formula', 'gpt2_small_count')),
-    Variant('gpt_count_without_positions', params(('embeddings = V * d + T_max * d', 'embeddings = V * d')),
+    Variant('gpt_count_without_positions', params(('embeddings = V * d + block_size * d', 'embeddings = V * d')),
             ('gpt_param_formula', 'gpt2_small_count')),
     # Rank
     Variant('rank_of_weights_not_scores', (('rank_report', 'matrix_rank(q @ k.T / hs**0.5)',
@@ -133,8 +133,8 @@ MUTANTS = [
 
 ALTERNATIVES = [
     Variant('alt_heads_stacked_and_flattened', mha((CAT, 'out = torch.stack([h(x) for h in self.heads], dim=-2).flatten(-2)'))),
-    Variant('alt_heads_modulelist_from_generator', mha(('nn.ModuleList([Head(d, d // n_head, T_max) for _ in range(n_head)])',
-                                                        'nn.ModuleList(Head(d, d // n_head, T_max) for _ in range(n_head))'))),
+    Variant('alt_heads_modulelist_from_generator', mha(('nn.ModuleList([Head(d, d // n_head, block_size) for _ in range(n_head)])',
+                                                        'nn.ModuleList(Head(d, d // n_head, block_size) for _ in range(n_head))'))),
     Variant('alt_batched_einsum', batched((SCORES, "scores = torch.einsum('bhqd,bhkd->bhqk', q, k) / hs**0.5"),
                                           (MERGE, "out = torch.einsum('bhqk,bhkd->bqhd', A, v).reshape(B, T, C)"))),
     Variant('alt_batched_sdpa', batched(("""        scores = q @ k.transpose(-2, -1) * hs**-0.5  # (B,nh,T,hs) @ (B,nh,hs,T) -> (B,nh,T,T)

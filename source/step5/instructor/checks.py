@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from course.claims import claim, expect_causal, expect_causal_at_every_position, relative_gap
 
 D, H, T, B = 32, 4, 8, 4
-MHA_CASES = [  # (d, n_head, T_max, T, B, dtype, relative tolerance)
+MHA_CASES = [  # (d, n_head, block_size, T, B, dtype, relative tolerance)
     (D, H, T, T, B, 'float32', 1e-5),
     (24, 3, 12, 5, 2, 'float32', 1e-5),
     (16, 1, 6, 6, 3, 'float32', 1e-5),
@@ -25,7 +25,7 @@ LN_CASES = [  # (d, leading shape, input scale, input offset, eps, relative tole
 FF_DIMS = (D, 16)
 DEEP = (12, 32, 4, 16)  # blocks, d, heads, T of the gradient experiment
 BLOCK_SIZES = (16, 32, 48, 64, 768)
-GPT_SIZES = [(65, 8, 32, 2), (50, 12, 16, 1), (70, 5, 24, 3), (50257, 1024, 768, 12)]  # (V, T_max, d, n_layer)
+GPT_SIZES = [(65, 8, 32, 2), (50, 12, 16, 1), (70, 5, 24, 3), (50257, 1024, 768, 12)]  # (V, block_size, d, n_layer)
 RANK_CASES = [(32, 4, 48), (24, 3, 5), (16, 2, 40)]  # (d, n_head, T)
 
 
@@ -197,8 +197,8 @@ def true_block_params(d, attn_bias):
     return 4 * d * d + 4 * d * attn_bias + 8 * d * d + 5 * d + 4 * d
 
 
-def true_gpt_params(V, T_max, d, n_layer, attn_bias, tied):
-    return V * d + T_max * d + n_layer * true_block_params(d, attn_bias) + 2 * d + (0 if tied else V * d)
+def true_gpt_params(V, block_size, d, n_layer, attn_bias, tied):
+    return V * d + block_size * d + n_layer * true_block_params(d, attn_bias) + 2 * d + (0 if tied else V * d)
 
 
 def torch_mha(xx, W_qkv, W_o, n_head):

@@ -15,8 +15,8 @@ SOFTMAX = 'A = F.softmax(scores, dim=-1)'
 MASK_THEN_SOFTMAX = f"""        if self.causal:
             {MASK}  # (B,T,T)
         {SOFTMAX}  # (B,T,T), each row sums to 1"""
-BUFFER = "self.register_buffer('tril', torch.tril(torch.ones(T_max, T_max)))"
-ONES = 'torch.tril(torch.ones(T_max, T_max))'
+BUFFER = "self.register_buffer('tril', torch.tril(torch.ones(block_size, block_size)))"
+ONES = 'torch.tril(torch.ones(block_size, block_size))'
 SDPA = ('head_matches_sdpa_reference',)
 MAPS = tuple(f'self.{m} = nn.Linear(d, head_size, bias=False)' for m in ('key', 'query', 'value'))
 
@@ -65,11 +65,11 @@ MUTANTS = [
     Variant('mask_transposed', head(('self.tril[:T, :T] == 0', 'self.tril[:T, :T].T == 0')), ('no_weight_on_the_future',)),
     Variant('mask_condition_inverted', head(('self.tril[:T, :T] == 0', 'self.tril[:T, :T] == 1')),
             ('rows_in_simplex', 'no_weight_on_the_future')),
-    Variant('mask_built_with_triu', head((ONES, 'torch.triu(torch.ones(T_max, T_max))')),
+    Variant('mask_built_with_triu', head((ONES, 'torch.triu(torch.ones(block_size, block_size))')),
             ('head_mask_is_a_buffer', 'no_weight_on_the_future')),
-    Variant('mask_off_by_one_above', head((ONES, 'torch.tril(torch.ones(T_max, T_max), diagonal=1)')),
+    Variant('mask_off_by_one_above', head((ONES, 'torch.tril(torch.ones(block_size, block_size), diagonal=1)')),
             ('no_weight_on_the_future', 'causal_by_perturbation', 'causal_by_gradient')),
-    Variant('diagonal_masked', head((ONES, 'torch.tril(torch.ones(T_max, T_max), diagonal=-1)')),
+    Variant('diagonal_masked', head((ONES, 'torch.tril(torch.ones(block_size, block_size), diagonal=-1)')),
             ('rows_in_simplex', 'allowed_weights_positive')),
     Variant('softmax_over_wrong_axis', head((SOFTMAX, 'A = F.softmax(scores, dim=-2)')), ('rows_in_simplex',)),
     Variant('softmax_cast_to_float32', head((SOFTMAX, 'A = F.softmax(scores, dim=-1, dtype=torch.float32)')), SDPA),
@@ -80,9 +80,9 @@ MUTANTS = [
     Variant('linear_with_bias', head(*((m, m.replace(', bias=False', '')) for m in MAPS)), ('head_has_three_bias_free_maps',)),
     Variant('linear_in_and_out_swapped', head(*((m, m.replace('(d, head_size', '(head_size, d')) for m in MAPS)),
             ('head_has_three_bias_free_maps',) + SDPA),
-    Variant('mask_as_parameter', head((BUFFER, 'self.tril = nn.Parameter(torch.tril(torch.ones(T_max, T_max)))')),
+    Variant('mask_as_parameter', head((BUFFER, 'self.tril = nn.Parameter(torch.tril(torch.ones(block_size, block_size)))')),
             ('head_mask_is_a_buffer', 'head_has_three_bias_free_maps')),
-    Variant('mask_as_plain_attribute', head((BUFFER, 'self.tril = torch.tril(torch.ones(T_max, T_max))')),
+    Variant('mask_as_plain_attribute', head((BUFFER, 'self.tril = torch.tril(torch.ones(block_size, block_size))')),
             ('head_mask_is_a_buffer',)),
     Variant('mask_buffer_not_persistent', head((BUFFER, BUFFER[:-1] + ', persistent=False)')), ('head_mask_is_a_buffer',)),
     Variant('causal_flag_ignored_always_mask', head(('if self.causal:', 'if True:')),
@@ -205,6 +205,10 @@ MUTANTS = [
     Variant('rank_of_the_masked_scores', rank((RANK, 'return int(torch.linalg.matrix_rank(S * torch.tril(torch.ones_like(S))))')),
             (GENERIC,)),
     Variant('rank_of_q_only', rank((RANK, 'return int(torch.linalg.matrix_rank(q))')), (DEFICIENT,)),
+    Variant('rank_of_k_only', rank((RANK, 'return int(torch.linalg.matrix_rank(k))')), (DEFICIENT,)),
+    Variant('rank_min_of_q_and_k', rank((RANK, 'return min(int(torch.linalg.matrix_rank(q)), int(torch.linalg.matrix_rank(k)))')),
+            (DEFICIENT,)),
+    Variant('rank_of_q_and_k_stacked', rank((RANK, 'return int(torch.linalg.matrix_rank(torch.cat([q, k])))')), (GENERIC, DEFICIENT)),
     Variant('rank_of_x', rank((RANK, 'return int(torch.linalg.matrix_rank(x[0]))')), (GENERIC,)),
     Variant('rank_with_an_absolute_threshold', rank((RANK, 'return int((torch.linalg.svdvals(S) > 1e-10).sum())')), (DEFICIENT,)),
     Variant('rank_as_if_S_were_symmetric', rank((RANK, 'return int(torch.linalg.matrix_rank(S, hermitian=True))')),
@@ -221,7 +225,7 @@ ALTERNATIVES = [
     Variant('alt_fill_minus_1e9', head((MASK, MASK.replace("float('-inf')", '-1e9')))),
     Variant('alt_where_finfo_min',
             head((MASK, 'scores = torch.where(self.tril[:T, :T] == 0, torch.finfo(scores.dtype).min, scores)'))),
-    Variant('alt_bool_mask_buffer', head((ONES, 'torch.tril(torch.ones(T_max, T_max, dtype=torch.bool))'),
+    Variant('alt_bool_mask_buffer', head((ONES, 'torch.tril(torch.ones(block_size, block_size, dtype=torch.bool))'),
                                          ('self.tril[:T, :T] == 0', '~self.tril[:T, :T]'))),
     Variant('alt_mT_and_sqrt', head((SCALE, 'scores = q @ k.mT / k.size(-1) ** 0.5'))),
     Variant('alt_scale_after_the_mask', head((SCALE, 'scores = q @ k.transpose(-2, -1)'),
@@ -274,12 +278,12 @@ FAKE = '''
 class Head(nn.Module):
     """A fake: every shape right, every number wrong."""
 
-    def __init__(self, d, head_size, T_max, causal=True):
+    def __init__(self, d, head_size, block_size, causal=True):
         super().__init__()
         self.key = nn.Linear(d, head_size, bias=False)
         self.query = nn.Linear(d, head_size, bias=False)
         self.value = nn.Linear(d, head_size, bias=False)
-        self.register_buffer('tril', torch.tril(torch.ones(T_max, T_max)))
+        self.register_buffer('tril', torch.tril(torch.ones(block_size, block_size)))
 
     def forward(self, x):
         B, T, C = x.shape

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from course.claims import claim, expect_causal, expect_causal_at_every_position, tolerance
 
 D, HS, T, B = 32, 16, 8, 4
-HEAD_CASES = [  # (B, T, T_max, d, head_size, causal, dtype, input scale, tolerance), as in head_matches_sdpa_reference
+HEAD_CASES = [  # (B, T, block_size, d, head_size, causal, dtype, input scale, tolerance), as in head_matches_sdpa_reference
     (B, T, T, D, HS, True, 'float32', 1.0, 1e-5),
     (2, 5, 12, 24, 6, True, 'float32', 1.0, 1e-5),
     (3, 12, 12, 10, 20, True, 'float32', 1.0, 1e-5),
@@ -21,15 +21,18 @@ HEAD_CASES = [  # (B, T, T_max, d, head_size, causal, dtype, input scale, tolera
     (2, 6, 6, 16, 8, True, 'float64', 1.0, 1e-12),
     (2, 8, 8, 16, 8, True, 'float32', 30.0, 1e-5),
 ]
-HEAD_HINTS = ['the visible case', 'T < T_max: slice the mask to tril[:T, :T]',
+HEAD_HINTS = ['the visible case', 'T < block_size: slice the mask to tril[:T, :T]',
               'head_size > d: scale by sqrt(head_size), not sqrt(d)', 'a single position', 'causal=False: no mask at all',
               'float64: compute in the dtype of x, no dtype=torch.float32 anywhere',
               'large scores: mask with -inf before F.softmax, no hand-written exp']
-# (d, head_size, T, causal, input rank or None, (map, rank) or None, expected rank S), as in the score_rank test cells
-RANK_GENERIC = [(64, 8, 32, False, None, None, 8), (64, 16, 6, True, None, None, 6), (20, 3, 16, True, None, None, 3),
-                (64, 16, 6, False, None, None, 6), (12, 5, 9, True, None, None, 5)]
-RANK_DEFICIENT = [(64, 8, 32, False, 3, None, 3), (64, 8, 32, False, None, ('key', 2), 2),
-                  (64, 8, 32, True, 4, ('query', 5), 4)]
+# (d, head_size, T, causal, input rank or None, rows of W_Q or W_K set to 0: ((map, first, stop), ...), expected rank S),
+# as in the score_rank test cells
+RANK_GENERIC = [(64, 8, 32, False, None, (), 8), (64, 16, 6, True, None, (), 6), (20, 3, 16, True, None, (), 3),
+                (64, 16, 6, False, None, (), 6), (12, 5, 9, True, None, (), 5)]
+RANK_DEFICIENT = [(64, 8, 32, False, 3, (), 3), (64, 8, 32, False, None, (('key', 2, 8),), 2),
+                  (64, 8, 32, True, 4, (('query', 5, 8),), 4),
+                  (64, 8, 32, True, None, (('query', 2, 8),), 2),  # W_Q alone of rank 2: rank k is 8
+                  (64, 8, 32, False, None, (('query', 0, 4), ('key', 4, 8)), 0)]  # q and k orthogonal: S = 0
 STATS_DK = (16, 64, 256)
 STATS_N = 200  # draws per d_k on the grader's side: the verdict compares with a reference on the same draws
 MASK_INPUTS = ['s', 's2d', 's4d', 's64']  # what both Exercise functions are fed; 's_big' only causal_softmax
@@ -172,9 +175,9 @@ def probe(nb, inp, run, *, HEAD_CASES, D, HS, T, RANK_GENERIC, RANK_DEFICIENT, S
     def rank(i, d, hs, tt, causal, r, low, expected):
         torch.manual_seed(104 + i)
         h = nb.Head(d, hs, max(tt, 16), causal=causal)
-        if low:
-            with torch.no_grad():
-                getattr(h, low[0]).weight[low[1]:] = 0
+        with torch.no_grad():
+            for name, first, stop in low:
+                getattr(h, name).weight[first:stop] = 0
         value = nb.score_rank(h, t(f'rank{i}.x'))
         return {'r': int(value), 'type': type(value).__name__}
     for i, case in enumerate(RANK_GENERIC + RANK_DEFICIENT):
@@ -448,8 +451,8 @@ def ranks(rec, first, cases):
             assert rec.text(f'rank{i}.type') == 'int', f'expected a Python int, got {rec.text(f"rank{i}.type")}'
         got = int(rec.tensor(f'rank{i}.r'))
         assert got == case[-1], (f'd={case[0]}, d_k={case[1]}, T={case[2]}, input rank {case[4] or "full"}, '
-                                 f'low-rank map {case[5] or "none"}: expected rank S = {case[-1]}, got {got}; '
-                                 'take matrix_rank of S = q k^T / sqrt(d_k), before any mask')
+                                 f'rows set to 0 {case[5] or "none"}: expected rank S = {case[-1]}, got {got}; '
+                                 'take matrix_rank of S = q k^T / sqrt(d_k) itself (not of q or k alone), before any mask')
 
 
 @claim

@@ -22,6 +22,14 @@ NORMALISE = 'return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self
 FIRST = 'x = x + self.attn(self.ln1(x))'
 SECOND = 'x = x + self.ffwd(self.ln2(x))'
 FF_BIAS = 'feed_forward = (d * 4 * d + 4 * d) + (4 * d * d + d)'
+FF = '    self.net = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))'
+BLOCK_INIT = '''        self.ln1 = LayerNorm(d)
+        self.attn = MultiHeadAttention(d, n_head, block_size=block_size)
+        self.ln2 = LayerNorm(d)
+        self.ffwd = FeedForward(d)'''
+BLOCK_INIT_REORDERED = '''        self.ffwd = FeedForward(d)
+        self.attn = MultiHeadAttention(d, n_head, block_size)
+        self.ln2, self.ln1 = LayerNorm(d), LayerNorm(d)'''
 
 
 mha = in_cell('mha')
@@ -38,12 +46,18 @@ MUTANTS = [
     Variant('heads_stacked_then_reshaped', mha((CAT, 'out = torch.stack([h(x) for h in self.heads], dim=1)'
                                                      '.reshape(x.shape)')), TORCH_MHA),
     Variant('output_projection_missing', mha(('return self.proj(out)  # (B,T,d)', 'return out  # (B,T,d)')), TORCH_MHA),
-    Variant('heads_of_full_width', mha(('ModuleList([Head(d, d // n_head, T_max)', 'ModuleList([Head(d, d, T_max)'),
+    Variant('heads_of_full_width', mha(('ModuleList([Head(d, d // n_head, block_size)', 'ModuleList([Head(d, d, block_size)'),
                                        ('self.proj = nn.Linear(d, d, bias=False)', 'self.proj = nn.Linear(n_head * d, d, bias=False)')),
             TORCH_MHA + ('mha_has_h_bias_free_heads_and_projection',)),
     Variant('projection_with_bias', mha(('self.proj = nn.Linear(d, d, bias=False)', 'self.proj = nn.Linear(d, d)')),
             ('mha_has_h_bias_free_heads_and_projection',)),
-    Variant('heads_not_causal', mha(('ModuleList([Head(d, d // n_head, T_max)', 'ModuleList([Head(d, d // n_head, T_max, causal=False)')),
+    Variant('one_head_repeated', mha(('nn.ModuleList([Head(d, d // n_head, block_size) for _ in range(n_head)])',
+                                      'nn.ModuleList([Head(d, d // n_head, block_size)] * n_head)')),
+            ('mha_has_h_bias_free_heads_and_projection', 'ranks_low_per_head_full_for_the_layer')),
+    Variant('heads_kept_in_a_plain_list', mha(('nn.ModuleList([Head(d, d // n_head, block_size) for _ in range(n_head)])',
+                                               '[Head(d, d // n_head, block_size) for _ in range(n_head)]')),
+            TORCH_MHA + ('mha_has_h_bias_free_heads_and_projection',)),
+    Variant('heads_not_causal', mha(('ModuleList([Head(d, d // n_head, block_size)', 'ModuleList([Head(d, d // n_head, block_size, causal=False)')),
             TORCH_MHA + CAUSAL),
     # BatchedMultiHeadAttention
     Variant('view_heads_without_transpose', batched((SPLIT_VIEWS, """        q = q.view(B, nh, T, hs)  # (B,nh,T,hs)
@@ -76,6 +90,12 @@ MUTANTS = [
                                                   '    self.net = nn.Sequential(nn.Linear(d, 4 * d), nn.Linear(4 * d, d))'),),
             ('feedforward_is_a_4x_gelu_mlp',)),
     Variant('feedforward_relu', (('feedforward', '4 * d), nn.GELU(), nn.Linear(4 * d, d))\n', '4 * d), nn.ReLU(), nn.Linear(4 * d, d))\n'),), ('feedforward_is_a_4x_gelu_mlp',)),
+    Variant('feedforward_tanh_gelu', (('feedforward', 'nn.GELU(), nn.Linear(4 * d, d))\n', "nn.GELU(approximate='tanh'), nn.Linear(4 * d, d))\n"),),
+            ('feedforward_is_a_4x_gelu_mlp',)),
+    Variant('feedforward_without_biases', (('feedforward', FF, FF.replace('4 * d)', '4 * d, bias=False)').replace('d))', 'd, bias=False))')),),
+            ('feedforward_is_a_4x_gelu_mlp',)),
+    Variant('feedforward_gelu_after_the_second_map', (('feedforward', FF, FF.replace('nn.GELU(), nn.Linear(4 * d, d))', 'nn.Linear(4 * d, d), nn.GELU())')),),
+            ('feedforward_is_a_4x_gelu_mlp',)),
     Variant('feedforward_no_expansion', (('feedforward', '    self.net = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))',
                                           '    self.net = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d))'),),
             ('feedforward_is_a_4x_gelu_mlp',)),
@@ -87,6 +107,10 @@ MUTANTS = [
             ('block_residual_path', 'block_is_pre_norm')),
     Variant('second_residual_missing', block((SECOND, 'x = self.ffwd(self.ln2(x))')), ('block_residual_path', 'block_is_pre_norm')),
     Variant('ln1_used_twice', block((SECOND, 'x = x + self.ffwd(self.ln1(x))')), ('block_is_pre_norm',)),
+    Variant('attention_branch_without_layernorm', block((FIRST, 'x = x + self.attn(x)')), ('block_is_pre_norm',)),
+    Variant('second_branch_reads_the_block_input', block((FIRST + '  # (B,T,d)\n        ' + SECOND,
+                                                         'h = x + self.attn(self.ln1(x))\n        x = h + self.ffwd(self.ln2(x))')),
+            ('block_is_pre_norm',)),
     Variant('branches_in_parallel', block((FIRST + '  # (B,T,d)\n        ' + SECOND,
                                            'x = x + self.attn(self.ln1(x)) + self.ffwd(self.ln2(x))')),
             ('block_is_pre_norm',)),
@@ -96,6 +120,11 @@ MUTANTS = [
     Variant('grad_norms_residual_flag_ignored', (('grad_norms', 'h = h + a if residual else a', 'h = h + a'),
                                                  ('grad_norms', 'h = h + f if residual else f', 'h = h + f')),
             ('plain_stack_gradient_vanishes',)),
+    Variant('grad_norms_layernorm_kept_with_residuals', (('grad_norms', 'if norm else (nn.Identity(), nn.Identity())',
+                                                          'if norm or residual else (nn.Identity(), nn.Identity())'),),
+            ('residuals_keep_the_input_gradient',)),
+    Variant('grad_norms_loss_without_g', (('grad_norms', 'torch.autograd.grad((h * g).sum(), xs)', 'torch.autograd.grad(h.sum(), xs)'),),
+            ('residuals_keep_the_input_gradient', 'plain_stack_gradient_vanishes')),
     Variant('grad_norms_of_activations', (('grad_norms', 'return [gr.norm().item() for gr in grads]',
                                            'return [t.norm().item() for t in xs]'),),
             ('residuals_keep_the_input_gradient',)),
@@ -119,7 +148,10 @@ MUTANTS = [
             ('gpt_param_formula', 'gpt2_small_count')),
     Variant('gpt_count_tied_head_counted_twice', params(('head = 0 if tied else V * d', 'head = V * d')),
             ('gpt_param_formula', 'gpt2_small_count')),
-    Variant('gpt_count_without_positions', params(('embeddings = V * d + T_max * d', 'embeddings = V * d')),
+    Variant('gpt_count_final_layernorm_gain_only', params(('n_layer * block_params(d, attn_bias) + 2 * d + head',
+                                                           'n_layer * block_params(d, attn_bias) + d + head')),
+            ('gpt_param_formula', 'gpt2_small_count')),
+    Variant('gpt_count_without_positions', params(('embeddings = V * d + block_size * d', 'embeddings = V * d')),
             ('gpt_param_formula', 'gpt2_small_count')),
     # Rank
     Variant('rank_of_weights_not_scores', (('rank_report', 'matrix_rank(q @ k.T / hs**0.5)',
@@ -127,14 +159,23 @@ MUTANTS = [
             ('ranks_low_per_head_full_for_the_layer',)),
     Variant('rank_layer_map_of_one_head', (('rank_report', 'matrix_rank(sum(maps))', 'matrix_rank(maps[0])'),),
             ('ranks_low_per_head_full_for_the_layer',)),
+    Variant('rank_layer_as_sum_of_head_ranks', (('rank_report', 'int(torch.linalg.matrix_rank(sum(maps)))',
+                                                 'sum(int(torch.linalg.matrix_rank(m)) for m in maps)'),),
+            ('ranks_low_per_head_full_for_the_layer',)),
+    Variant('rank_layer_as_capped_sum_of_head_ranks', (('rank_report', 'int(torch.linalg.matrix_rank(sum(maps)))',
+                                                        'min(x.shape[-1], sum(int(torch.linalg.matrix_rank(m)) for m in maps))'),),
+            ('ranks_low_per_head_full_for_the_layer',)),
+    Variant('rank_head_maps_assumed_full', (('rank_report', "'head_maps': [int(torch.linalg.matrix_rank(m)) for m in maps]",
+                                             "'head_maps': [m.shape[0] // len(maps) for m in maps]"),),
+            ('ranks_low_per_head_full_for_the_layer',)),
     Variant('rank_head_maps_without_output_slice', (('rank_report', 'W_O[i * hs:(i + 1) * hs]', 'W_O[:hs]'),),
             ('ranks_low_per_head_full_for_the_layer',)),
 ]
 
 ALTERNATIVES = [
     Variant('alt_heads_stacked_and_flattened', mha((CAT, 'out = torch.stack([h(x) for h in self.heads], dim=-2).flatten(-2)'))),
-    Variant('alt_heads_modulelist_from_generator', mha(('nn.ModuleList([Head(d, d // n_head, T_max) for _ in range(n_head)])',
-                                                        'nn.ModuleList(Head(d, d // n_head, T_max) for _ in range(n_head))'))),
+    Variant('alt_heads_modulelist_from_generator', mha(('nn.ModuleList([Head(d, d // n_head, block_size) for _ in range(n_head)])',
+                                                        'nn.ModuleList(Head(d, d // n_head, block_size) for _ in range(n_head))'))),
     Variant('alt_batched_einsum', batched((SCORES, "scores = torch.einsum('bhqd,bhkd->bhqk', q, k) / hs**0.5"),
                                           (MERGE, "out = torch.einsum('bhqk,bhkd->bqhd', A, v).reshape(B, T, C)"))),
     Variant('alt_batched_sdpa', batched(("""        scores = q @ k.transpose(-2, -1) * hs**-0.5  # (B,nh,T,hs) @ (B,nh,hs,T) -> (B,nh,T,T)
@@ -168,6 +209,14 @@ ALTERNATIVES = [
     """ + FF_BIAS + """  # W_1, b_1, W_2, b_2
     layer_norms = 2 * (d + d)  # ln1 and ln2: gain and shift each
     return attention + feed_forward + layer_norms""", '    return 12 * d**2 + 9 * d + 4 * d * int(attn_bias)'))),
+    Variant('alt_grad_norms_identity_lambdas', (('grad_norms', 'if norm else (nn.Identity(), nn.Identity())',
+                                                 'if norm else (lambda t: t, lambda t: t)'),)),
+    Variant('alt_rank_layer_from_the_stacked_value_maps', (('rank_report', 'int(torch.linalg.matrix_rank(sum(maps)))',
+                                                            'int(torch.linalg.matrix_rank(torch.cat([h.value.weight.T for h in mha.heads], 1) @ W_O))'),)),
+    Variant('alt_feedforward_three_named_layers', (('feedforward', FF, '    self.fc = nn.Linear(d, 4 * d)\n        self.act = nn.GELU()\n'
+                                                    '        self.out = nn.Linear(4 * d, d)'),
+                                                   ('feedforward', 'return self.net(x)', 'return self.out(self.act(self.fc(x)))'))),
+    Variant('alt_block_parts_made_in_another_order', block((BLOCK_INIT, BLOCK_INIT_REORDERED))),
     Variant('alt_rank_by_singular_values', (('rank_report', """        return {'scores': scores, 'head_maps': [int(torch.linalg.matrix_rank(m)) for m in maps],
                 'layer_map': int(torch.linalg.matrix_rank(sum(maps)))}""", """        def rank(M):
             sv = torch.linalg.svdvals(M)

@@ -20,7 +20,7 @@ DRAW = 'return torch.multinomial(probs, num_samples=1, generator=generator)'
 POS = 'pos = self.position_embedding_table(torch.arange(T, device=idx.device))'
 LOSS = 'loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))'
 HEAD = 'logits = self.lm_head(self.ln_f(x))'
-LM_HEAD = 'self.lm_head = nn.Linear(d, V, bias=False)'
+LM_HEAD = 'self.lm_head = nn.Linear(in_features=d, out_features=V, bias=False)'
 APPLY = '        self.apply(self._init_weights)\n'
 INIT_WHICH = 'if isinstance(module, (nn.Linear, nn.Embedding)):'
 INIT_DRAW = 'nn.init.normal_(module.weight, mean=0.0, std=0.02)'
@@ -75,16 +75,16 @@ MUTANTS = [
     Variant('sample_next_ignores_its_generator', cell('sample_next', (DRAW, 'return torch.multinomial(probs, num_samples=1)')),
             ('sample_next_uses_the_generator',)),
     # GPT: forward
-    Variant('no_position_embedding', cell('gpt', ('x = self.blocks(tok + pos)', 'x = self.blocks(tok)')),
+    Variant('no_position_embedding', cell('gpt', ('x = self.token_embedding_table(idx) + pos', 'x = self.token_embedding_table(idx)')),
             ('gpt_uses_positions', 'gpt_loss_matches_cross_entropy')),
     Variant('positions_counted_from_one',
             cell('gpt', (POS, 'pos = self.position_embedding_table(torch.arange(1, T + 1) % self.block_size)')), GPT_REF),
     Variant('positions_of_the_whole_table', cell('gpt', (POS, 'pos = self.position_embedding_table.weight  # (block_size,d)')),
             ('gpt_shapes_and_modules',)),
     Variant('no_final_layernorm', cell('gpt', (HEAD, 'logits = self.lm_head(x)')), GPT_REF),
-    Variant('blocks_not_chained', cell('gpt', ('x = self.blocks(tok + pos)', 'x = tok + pos\n        for block in self.blocks:\n            out = block(x)\n        x = out')),
+    Variant('blocks_not_chained', cell('gpt', ('x = self.blocks(x)', 'for block in self.blocks:\n            out = block(x)\n        x = out')),
             GPT_REF),
-    Variant('lm_head_with_a_bias', cell('gpt', (LM_HEAD, 'self.lm_head = nn.Linear(d, V)')),
+    Variant('lm_head_with_a_bias', cell('gpt', (LM_HEAD, 'self.lm_head = nn.Linear(in_features=d, out_features=V)')),
             ('gpt_shapes_and_modules',) + TRAINED),
     Variant('logits_flattened_against_wrong_target_layout',
             cell('gpt', (LOSS, 'loss = F.cross_entropy(logits.reshape(B * T, -1), targets.T.reshape(B * T))')),
@@ -178,7 +178,7 @@ ALTERNATIVES = [
             cell('gpt', (LOSS, 'loss = F.cross_entropy(logits.transpose(1, 2), targets)'))),
     Variant('alt_loss_by_flatten', cell('gpt', (LOSS, 'loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())'))),
     Variant('alt_positions_broadcast_explicitly',
-            cell('gpt', (POS, 'pos = self.position_embedding_table.weight[:T][None]'))),
+            cell('gpt', (POS, 'pos = self.position_embedding_table.weight[:T][None]  # (1,T,d)'))),
     Variant('alt_init_with_torch_nn_init_named_modules',
             cell('gpt', (APPLY, '        for mod in self.modules():\n            self._init_weights(mod)\n'))),
     Variant('alt_init_normal_in_place', cell('gpt', (INIT_DRAW, 'module.weight.data.normal_(0.0, 0.02)'))),

@@ -10,7 +10,10 @@ import pytest
 CHROMIUM = '/usr/bin/chromium'
 # Headless, and quiet: without the background-networking flags Chromium calls home, which this closed network refuses.
 CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
+                 '--disable-background-networking', '--disable-component-update', '--disable-sync',
+                 # offline, as the tests' machines are, but at once: no name but loopback resolves (an external image of a
+                 # page, the Colab badge, fails now instead of waiting on a resolver or a connection that may never answer)
+                 '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost']
 
 # What the loaded page holds: any script element, any element with an event-handler attribute, every image, a global a
 # hostile script would set, the text a reader sees, and all its text (closed <details> too).

@@ -55,11 +55,20 @@ def first_line(i):
     return RELEASE[i].source.splitlines()[0]
 
 
+IN_FLIGHT = set()  # every request of the browser (watch()) that has neither finished nor failed
+
+
 def settled(page):
     """Wait until the page (or frame) has loaded, every subresource and frame included, and no request has been in
     flight for a while (Playwright's networkidle): what its markup would run on load, and fetch, has run by then."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page.wait_for_load_state('load')
-    page.wait_for_load_state('networkidle')
+    try:
+        page.wait_for_load_state('networkidle')
+    except PlaywrightTimeout:
+        pending = sorted(f'{r.method} {r.url[:150]}' for r in list(IN_FLIGHT))
+        raise AssertionError(f'{page.url[:150]} never went quiet; requests still in flight: {pending}') from None
 
 
 def shoot(page, name):
@@ -396,7 +405,9 @@ TRACE = re.compile(r'XSS-(?:RAN-)?([a-z][a-z0-9_]*)')
 
 def watch(context):
     context.on('console', lambda m: ACTIVITY.append(('console', m.text)))
-    context.on('request', lambda r: ACTIVITY.append(('request', f'{r.method} {r.url}')))
+    context.on('request', lambda r: (ACTIVITY.append(('request', f'{r.method} {r.url}')), IN_FLIGHT.add(r)))
+    context.on('requestfinished', IN_FLIGHT.discard)
+    context.on('requestfailed', IN_FLIGHT.discard)
 
 
 def payload(vector):

@@ -25,7 +25,10 @@ def hidden_lines(step, name):
     elsewhere += [body for c in cells for kind, body in REGION.findall(c.source) if kind == 'SOLUTION']
     shown = {code_of(line).strip() for text in elsewhere for line in lines(text)}
     hidden = set().union(*(lines(body) for c in cells for kind, body in REGION.findall(c.source) if kind == 'HIDDEN TESTS'))
-    return sorted(line for line in hidden if code_of(line).strip() not in shown and len(line) > 20)  # long enough to tell
+    # long enough to tell, and not inside a line students see (Step 6's hidden `train_data, val_data = saved` is a part of
+    # its visible `data, train_data, val_data = saved`: finding it in a page proves nothing)
+    return sorted(line for line in hidden if code_of(line).strip() not in shown and len(line) > 20
+                  and not any(code_of(line).strip() in seen for seen in shown))
 
 
 def lines(text):

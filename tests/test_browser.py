@@ -406,8 +406,8 @@ TRACE = re.compile(r'XSS-(?:RAN-)?([a-z][a-z0-9_]*)')
 def watch(context):
     context.on('console', lambda m: ACTIVITY.append(('console', m.text)))
     context.on('request', lambda r: (ACTIVITY.append(('request', f'{r.method} {r.url}')), IN_FLIGHT.add(r)))
-    context.on('requestfinished', IN_FLIGHT.discard)
-    context.on('requestfailed', IN_FLIGHT.discard)
+    context.on('requestfinished', lambda r: IN_FLIGHT.discard(r))
+    context.on('requestfailed', lambda r: IN_FLIGHT.discard(r))
 
 
 def payload(vector):

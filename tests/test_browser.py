@@ -58,17 +58,31 @@ def first_line(i):
 IN_FLIGHT = set()  # every request of the browser (watch()) that has neither finished nor failed
 
 
+def requested_by(request, tab):
+    try:
+        return not request.frame.is_detached() and request.frame.page == tab
+    except Exception:  # a request of no frame (a service worker's), or of a frame gone
+        return False
+
+
 def settled(page):
     """Wait until the page (or frame) has loaded, every subresource and frame included, and no request has been in
-    flight for a while (Playwright's networkidle): what its markup would run on load, and fetch, has run by then."""
+    flight for half a second (Playwright's networkidle, judged on the browser's own request events: Chromium's
+    networkidle never came for a file: page opened in a tab that had shown the formgrader, with nothing in flight):
+    what its markup would run on load, and fetch, has run by then. Each step waits for an event; 300 s caps the whole."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     page.wait_for_load_state('load')
-    try:
-        page.wait_for_load_state('networkidle')
-    except PlaywrightTimeout:
-        pending = sorted(f'{r.method} {r.url[:150]}' for r in list(IN_FLIGHT))
-        raise AssertionError(f'{page.url[:150]} never went quiet; requests still in flight: {pending}') from None
+    tab = getattr(page, 'page', page)  # a frame's events arrive on its page
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        try:
+            tab.wait_for_event('request', timeout=500)  # a new request, or half a second of none
+        except PlaywrightTimeout:
+            if not any(requested_by(r, tab) for r in list(IN_FLIGHT)):
+                return
+    pending = sorted(f'{r.method} {r.url[:150]}' for r in list(IN_FLIGHT))
+    raise AssertionError(f'{page.url[:150]} never went quiet in 300 s; requests still in flight: {pending}')
 
 
 def shoot(page, name):

@@ -16,7 +16,6 @@ from conftest import NOTEBOOKS, free_port
 from course.cells import read
 from course.layout import ROOT
 
-SHARED = ROOT / 'input.txt'  # put in place by make data
 # The notebooks whose data cell (id 'data') fetches Tiny Shakespeare.
 WITH_DATA = [(a, n) for a, n in NOTEBOOKS if any(c.id == 'data' for c in read(ROOT / 'release' / a / n).cells)]
 with_data = pytest.mark.parametrize('notebook', WITH_DATA, ids=[f'{a}/{n}' for a, n in WITH_DATA])

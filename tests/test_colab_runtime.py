@@ -47,7 +47,9 @@ def run_as_on_colab(nb, tmp_path, server, monkeypatch, km):
 
 def check_downloads_and_figures(nb, folder, step):
     assert (folder / 'input.txt').is_file(), 'expected the data cell to download input.txt next to the notebook'
-    assert (folder / 'input.txt').read_bytes() == (ROOT / 'input.txt').read_bytes(), 'the download was not saved as served'
+    assert (folder / 'input.txt').read_bytes() == (ROOT / 'input.txt').read_bytes(), (
+        'expected input.txt to be the served Tiny Shakespeare byte for byte; it differs: check how the data cell writes '
+        'its download (the .part file and the rename after the sha256 check)')
     partial = [p.name for p in folder.iterdir() if p.suffix == '.part']
     assert not partial, f'a finished download left {partial} behind'
     for name in SHIPPED[step]:  # Step 6's checkpoint: it ships in release/, which a notebook opened on Colab does not have

@@ -108,7 +108,8 @@ def venv(path=VENV, profile=PROFILE):
         if (path / '.profile').exists() and (path / '.profile').read_text() == stamp:
             return path / 'bin' / 'python'
         subprocess.run([sys.executable, '-m', 'venv', '--clear', str(path)], check=True)
-        done = subprocess.run([path / 'bin' / 'pip', 'install', '--quiet', '--disable-pip-version-check',
+        # --no-compile: each module is compiled when first imported, not all of torch's at install (half the time)
+        done = subprocess.run([path / 'bin' / 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-compile',
                                '-r', str(profile)], capture_output=True, text=True)
         if done.returncode:
             sys.exit(f'error: could not install {profile.name} into {path}:\n{done.stderr.strip()}')

@@ -1,6 +1,6 @@
 """The class that tests/test_grading.py and tests/submissions.py (collected through it) grade once, together, through
 the real command (python -m course.grade): for every step, its demo class and its damaged, broken and hostile corpus;
-and a handful of the demo class graded by plain serial nbgrader, to compare with."""
+and one demo student per step graded by plain serial nbgrader, to compare with."""
 
 import csv
 import hashlib
@@ -17,8 +17,6 @@ from course import runner
 from course.cells import read
 from course.demo import DEMO_MARK, bank, demo_class, edited, sampled, solved, write_class
 from course.layout import ROOT, copy_course, notebooks, steps
-
-PLAIN_SAMPLE = 2  # demo students per step graded by plain nbgrader too: perfect and the bank's first mistake
 
 
 class Graded(NamedTuple):
@@ -114,17 +112,17 @@ def grade_class(course, port):
 
 
 def plain_sample(cls):
-    """PLAIN_SAMPLE students of each step of the demo class: {student: {step: notebooks}}."""
+    """One student of each step of the demo class, the first mistake of its sample: it loses points in some test cells
+    and keeps them in the rest, so that both kinds of score are compared. {student: {step: notebooks}}."""
     out = {}
     for step in steps():
-        names = ['perfect', *(v.student for v in sampled(step))]
-        for student in names[:PLAIN_SAMPLE]:
-            out.setdefault(student, {})[step] = cls[student][step]
+        student = next(v.student for v in sampled(step) if v.caught_by)
+        out.setdefault(student, {})[step] = cls[student][step]
     return out
 
 
 def grade_plain(course):
-    """PLAIN_SAMPLE demo students per step graded by plain serial `nbgrader autograde` (nbgrader's own command and kernel,
+    """One demo student per step (plain_sample) graded by plain serial `nbgrader autograde` (nbgrader's own command and kernel,
     no sandbox, one notebook after another) in a copy of the course: {(step, student): {test cell: score}}, None for a
     submission it did not grade. The whole class is compared in `make bench`."""
     from course.benchmark import grades

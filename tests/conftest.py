@@ -73,7 +73,7 @@ def listener():
 def graded(tmp_path_factory, plain_started, listener):
     """One class graded by the real command (python -m course.grade) in a copy of the course: the demo class of every
     step and the damaged, broken and hostile corpus of every step (tests/corpus.py); and, first, a few clean students
-    alone, to compare with. Plain nbgrader grades a handful of them at the same time (plain_started)."""
+    alone, to compare with. Plain nbgrader grades one of each step at the same time (plain_started)."""
     from classroom import grade_class
 
     return grade_class(tmp_path_factory.mktemp('course'), listener[0])
@@ -81,7 +81,7 @@ def graded(tmp_path_factory, plain_started, listener):
 
 @pytest.fixture(scope='session')
 def plain_started(tmp_path_factory):
-    """A handful of the demo class (classroom.PLAIN_SAMPLE per step) being graded by plain serial `nbgrader autograde`,
+    """One demo student per step (classroom.plain_sample) being graded by plain serial `nbgrader autograde`,
     in a thread (nbgrader itself runs in a process of its own): a future of {(step, student): {test cell: score}}."""
     from classroom import grade_plain
 

@@ -38,6 +38,23 @@ def test_blank_submission_scores_zero_and_is_flagged_blank_not_ungradable(graded
     assert (row['status'], float(row['score']), float(row['autograded'])) == ('blank', 0.0, 0.0), row
 
 
+@pytest.mark.parametrize('step', STEPS)
+def test_blank_submission_fails_each_test_only_for_the_missing_work(graded, step):
+    """The untouched release (the demo class's blank student) fails every test cell with the stub's NotImplementedError,
+    not a NameError or a crash: what a student who runs a test before doing the work sees. (That the solution passes
+    every test is make build's execution, which stops at the first error, checked fresh by test_generated and re-run
+    by nbval; the browser test presses nbgrader's Validate on the release.)"""
+    from course import results
+    from course.cells import STUB_MESSAGE, grade_id, read, role
+    from course.layout import ROOT
+
+    failures = results.load(step, 'blank', graded.course)['failures']
+    stub = f'NotImplementedError: {STUB_MESSAGE}'
+    tests = [grade_id(c) for name in notebooks(step) for c in read(ROOT / 'release' / step / name).cells if role(c) == 'test']
+    wrong = {g: failures.get(g, 'passed') for g in tests if failures.get(g) != stub}
+    assert tests and not wrong, f'test cells of the untouched release that do not fail with {stub!r}: {wrong}'
+
+
 @pytest.mark.parametrize('step, mistake', MISTAKES, ids=[f'{s}-{m.student}' for s, m in MISTAKES])
 def test_mistake_loses_points_in_every_cell_meant_to_catch_it(graded, step, mistake):
     row = graded.rows[(step, mistake.student)]
@@ -141,15 +158,16 @@ def test_scores_and_late_penalty_are_those_of_nbgraders_own_export(graded, tmp_p
 
 
 def test_grades_are_those_of_plain_serial_nbgrader_autograde(graded, plain):
-    """course.grade (warm kernels, --jobs at a time, sandboxed, with its repairs and out-of-process checks) gives a handful
-    of demo students per step the score that plain serial `nbgrader autograde` gives, in every test cell."""
+    """course.grade (warm kernels, --jobs at a time, sandboxed, with its repairs and out-of-process checks) gives one
+    demo student per step the score that plain serial `nbgrader autograde` gives, in every test cell."""
     missing = [key for key, cells in plain.items() if cells is None]
     assert not missing, f'plain nbgrader did not grade {missing}'
     differ = [(key, cell, float(graded.rows[key][cell]), score)
               for key, cells in plain.items() for cell, score in cells.items() if float(graded.rows[key][cell]) != score]
-    assert len(plain) >= 2 * len(STEPS), f'plain nbgrader graded only {sorted(plain)}'
+    assert sorted(step for step, _ in plain) == sorted(STEPS), f'plain nbgrader graded only {sorted(plain)}'
     assert not differ, f'(step, student), cell, ours, plain nbgrader: {differ}'
-    assert any(cells and any(s == 0 for s in cells.values()) for cells in plain.values()), 'the sample holds a lost point'
+    scores = [s for cells in plain.values() for s in cells.values()]
+    assert 0 in scores and any(s > 0 for s in scores), f'the sample should hold lost and kept points: {plain}'
 
 
 def test_without_a_sandbox_make_grade_refuses_before_any_student_code_runs(tmp_path):

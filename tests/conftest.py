@@ -1,7 +1,13 @@
 """Shared fixtures: every step of source/ and its notebooks, the graded classes, and the process finder."""
 
-import http.server
 import os
+
+# One torch (OpenMP) thread in every process of the suite and every kernel it starts, as make grade gives its workers and
+# kernels (course.runner.worker_context): the suite keeps both cores busy, and more threads than that spin-wait on the
+# cores the rest need. Set before anything imports torch.
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+
+import http.server  # noqa: E402
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor

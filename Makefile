@@ -9,6 +9,7 @@ DATA ?=
 BENCH ?= --size 30 --size 60 --plain --step step4
 VENV := .venv
 BIN := $(VENV)/bin
+JUPYTER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: demo test test-browser build check data grade mutants bench system clean
@@ -38,7 +39,7 @@ mutants: data  ## grade the demo class and print each step's kill matrix: which 
 bench: data  ## time grading classes of 30 and 60 (Step 4): plain serial nbgrader against make grade (a benchmark, not a test)
 	$(BIN)/python -m course.benchmark $(BENCH)
 
-data: $(VENV)/.installed  ## put a verified Tiny Shakespeare at input.txt
+data: $(VENV)/.installed $(JUPYTER_CONFIG)  ## put a verified Tiny Shakespeare at input.txt
 	$(BIN)/python -m course.data $(if $(DATA),--from $(DATA))
 
 # What the tests need from the system: bubblewrap (the grading sandbox), Debian's chromium (the browser tests), and the
@@ -55,6 +56,13 @@ ifneq ($(strip $(SYSTEM_PACKAGES)),)
 	  || echo "warning: apt-get could not install $(SYSTEM_PACKAGES): the tests that need them will skip"; \
 	else echo "note: $(SYSTEM_PACKAGES) missing and not root with apt-get: the tests that need them will skip"; fi
 endif
+
+# JupyterLab run from this venv (.venv/bin/jupyter lab) does not list the files SQLite keeps beside gradebook.db while
+# make grade writes it, nor half-written downloads: such a file gone between jupyter_server's look at a folder and its
+# look at the file makes the whole listing fail ("Directory not found" over the file browser). docs/grading.md.
+$(JUPYTER_CONFIG): course/jupyter_server_config.json $(VENV)/.installed
+	mkdir -p $(@D)
+	cp $< $@
 
 $(VENV)/.installed: requirements.txt
 	@command -v $(PYTHON) >/dev/null || { echo "error: no $(PYTHON) on PATH: this course needs Python 3.11 (apt install python3.11 python3.11-venv, or uv python install 3.11), then make PYTHON=/path/to/python3.11 ..."; exit 1; }

@@ -11,6 +11,7 @@ test checks one claim about it. Screenshots of each step go to test-artifacts/br
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -139,9 +140,9 @@ def lab(course, tmp_path_factory):
     (home / 'nbgrader_config.py').write_text(f'c = get_config()  # noqa\nc.Exchange.root = {str(home / "exchange")!r}\n')
     # The demo class is graded while the student browses: the gradebook's write-ahead log (gradebook.db-wal, -shm) comes
     # and goes in the course root, and a file gone between jupyter_server's lstat and its model of it makes the whole
-    # listing a 404 (a "Directory not found" dialog over the file browser, which took every click). Hidden, not listed.
-    hidden = ['__pycache__', '*.pyc', '*.pyo', '.DS_Store', '*~', '*-wal', '*-shm', '*-journal', '*.part']
-    (home / 'jupyter_server_config.py').write_text(f'c = get_config()  # noqa\nc.ContentsManager.hide_globs = {hidden!r}\n')
+    # listing a 404 (a "Directory not found" dialog over the file browser, which took every click). The course's server
+    # config, which the Makefile puts in the venv, hides them; here, whatever built the venv.
+    shutil.copy(ROOT / 'course' / 'jupyter_server_config.json', home / 'jupyter_server_config.json')
     env = {**os.environ, 'JUPYTER_CONFIG_DIR': str(home), 'JUPYTERLAB_SETTINGS_DIR': str(home / 'settings'),
            'JUPYTERLAB_WORKSPACES_DIR': str(home / 'workspaces'), 'JUPYTER_RUNTIME_DIR': str(home / 'runtime')}
     port, token = free_port(), secrets.token_hex(16)

@@ -7,7 +7,7 @@ import os
 # cores the rest need. Set before anything imports torch.
 os.environ.setdefault('OMP_NUM_THREADS', '1')
 
-import http.server  # noqa: E402
+import http.server
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor

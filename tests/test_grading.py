@@ -45,12 +45,11 @@ def test_blank_submission_fails_each_test_only_for_the_missing_work(graded, step
     every test is make build's execution, which stops at the first error, checked fresh by test_generated and re-run
     by nbval; the browser test presses nbgrader's Validate on the release.)"""
     from course import results
-    from course.cells import STUB_MESSAGE, grade_id, read, role
-    from course.layout import ROOT
+    from course.cells import STUB_MESSAGE
 
     failures = results.load(step, 'blank', graded.course)['failures']
     stub = f'NotImplementedError: {STUB_MESSAGE}'
-    tests = [grade_id(c) for name in notebooks(step) for c in read(ROOT / 'release' / step / name).cells if role(c) == 'test']
+    tests = list(autograded_points(step))
     wrong = {g: failures.get(g, 'passed') for g in tests if failures.get(g) != stub}
     assert tests and not wrong, f'test cells of the untouched release that do not fail with {stub!r}: {wrong}'
 

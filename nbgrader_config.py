@@ -55,7 +55,7 @@ c.CourseDirectory.solution_directory = '.build/solution'
 # keeps, and stray probe files.
 c.CourseDirectory.ignore = ['.ipynb_checkpoints', '*.pyc', '__pycache__', 'feedback', 'instructor', '.original',
                             '_probe_*.npz']
-# Issue 10: nor any file a browser would run as a page or script (.html, .svg, .js ... : course/active_content.py).
+# Nor any file a browser would run as a page or script (.html, .svg, .js ... : course/active_content.py).
 c.CourseDirectory.ignore += WEB_FILES
 
 # The stub students see in place of each solution region, and in each written answer.

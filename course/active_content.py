@@ -1,4 +1,4 @@
-"""Keep what a student submits from running in the instructor's browser (issue 10; the threat model: docs/security.md).
+"""Keep what a student submits from running in the instructor's browser (the threat model: docs/security.md).
 
 nbgrader preprocessors, set in nbgrader_config.py for `nbgrader autograde` (course.grade runs it) and
 `nbgrader generate_feedback`:

@@ -14,7 +14,7 @@ default); nbgrader_config.py points it here. Per page, HTMLExporter:
   highlighted: a worker highlights the course's code once and each submission's own code once.
 The page is otherwise the same; tests/test_feedback.py compares it with HTMLExporter's.
 
-And two things for the student who opens it (issue 31):
+And two things for the student who opens it:
 - Its summary names each claim and says first what to fix. nbgrader's table of contents ("Test cell (Score: 0.0 / 3.0)"
   for every test) becomes: the claims that failed, each named by the first line of its test's docstring ("Check that
   ...") or its grade_id, with its score, the one-line message of its error and a link to the cell; then the written

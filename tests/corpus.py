@@ -327,7 +327,7 @@ def outputs_of(mib=50):
 
 
 BUDGET = [
-    # Issue 25: what the grader reads that a student's code wrote, or the student submitted, costs what its budget allows.
+    # What the grader reads that a student's code wrote, or the student submitted, costs what its budget allows.
     # A record that declares 2 GiB in 2 MB, and one of 20,000 entries: refused before anything is decompressed, so the
     # checks fail (every test cell of the first step has one: no points) and the status says why
     Case('hostile_record_bomb', plants(record_bomb), 'over budget (the probe record declares', 0, every_step=False),

@@ -131,7 +131,7 @@ def test_the_sandbox_is_on_or_a_warning_says_it_is_off(graded):
 
 
 def test_what_student_work_costs_the_grader_is_bounded(graded):
-    """Issue 25: the submissions built to cost the grader memory (tests/corpus.py's BUDGET: a record bomb, 20,000 entries,
+    """The submissions built to cost the grader memory (tests/corpus.py's BUDGET: a record bomb, 20,000 entries,
     a deep-nested notebook, 50 MiB of saved outputs, 48 MiB printed) each cost its grading worker at most 512 MiB more
     than the most any demo student of the step cost (measured: VmHWM, reset before each submission). Unbounded, the
     record bomb alone took 2 GiB more."""

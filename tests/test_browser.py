@@ -4,7 +4,7 @@ One JupyterLab 4 serves a temporary copy of the course on 127.0.0.1 with a token
 demo class in that copy. The student opens the release from the file browser, finds the test cells locked, types
 Head into the editor, runs all cells and presses nbgrader's Validate; the instructor opens the formgrader, sees the demo
 submissions and their scores, and grades one written answer; then a student opens the feedback page of a demo mistake
-and of a perfect submission with the network cut off (issue 31). The fixtures act and record what the page showed; each
+and of a perfect submission with the network cut off (maths offline). The fixtures act and record what the page showed; each
 test checks one claim about it. Screenshots of each step go to test-artifacts/browser/.
 """
 
@@ -113,7 +113,7 @@ def course(tmp_path_factory):
     root = copy_course(tmp_path_factory.mktemp('course'))
     for bank in (root / 'source').glob('*/instructor/bank.py'):  # a small demo class: the perfect and the blank submission
         bank.unlink()
-    # The demo class, written from release/ before the student edits it, and a hostile student (issue 10); then
+    # The demo class, written from release/ before the student edits it, and a hostile student (active content everywhere); then
     # course.grade (make grade) grades them all.
     subprocess.run([sys.executable, '-c', WRITE_DEMO], cwd=root, check=True)
     write_hostile(root)
@@ -414,9 +414,9 @@ def test_screenshot_of_each_step_shows_a_rendered_page(student, instructor, shot
     assert fraction < 0.9, f'{shot}.png is {fraction:.0%} one colour: the page had not rendered'
 
 
-# --- Active content (issue 10): a hostile student's HTML and JavaScript must never run in the instructor's browser. ---
+# --- Active content: a hostile student's HTML and JavaScript must never run in the instructor's browser. ---
 # Every vector runs the same payload, named after it: it logs XSS-RAN-<vector> on the console, writes XSS-<vector>.txt into
-# the course root through the server's REST API with the instructor's session (as the attack of issue 10 did), and asks
+# the course root through the server's REST API with the instructor's session (as a script in the formgrader could), and asks
 # nbgrader's Lab extension, over the formgrader iframe's message channel, to open XSS-<vector>-postmessage.txt. The
 # detector (watch()) records every console message and request of every page and frame of the browser; any of the
 # three traces of any vector fails the test. test_positive_control_* runs the payload for real to prove each trace is seen.
@@ -456,7 +456,7 @@ def hostile_page(vector):
 
 
 def write_hostile(root):
-    """submitted/hostile/<AID>/: the perfect submission carrying active content of every class of issue 10: rich outputs
+    """submitted/hostile/<AID>/: the perfect submission carrying active content of every class the sanitizer knows: rich outputs
     of a code cell it adds (text/html with <script> and event handlers, application/javascript, text/markdown, SVG), a
     markdown cell it adds and its written answer (raw HTML, an iframe's srcdoc, a javascript: link), a file its code
     writes while graded (pwn.html: into its folder's cover, gone with the kernel), and a file submitted with the notebook
@@ -601,7 +601,7 @@ def test_the_grader_sees_what_the_hostile_student_wrote_as_text(hostile):
     assert 'A cell of my own.' in hostile['text'] and '<script>' in hostile['text'], hostile['text'][:2000]
 
 
-# --- The feedback page a student opens (issue 31): the claims named at the top, failed first; the maths offline. ---
+# --- The feedback page a student opens: the claims named at the top, failed first; the maths offline. ---
 
 FEEDBACK_SHOTS = {'mistake': '11-feedback-demo-mistake', 'perfect': '12-feedback-perfect'}
 MISTAKE = demo.bank(AID).MUTANTS[0]  # the bank of the repository (the course copy's is removed: a small demo class)

@@ -1,5 +1,5 @@
 """course.feedback.FeedbackExporter renders the page that nbconvert's HTMLExporter renders, without its costs; and the
-page's summary of claims and its offline maths (issue 31; tests/test_browser.py opens real pages in Chromium)."""
+page's summary of claims and its offline maths (tests/test_browser.py opens real pages in Chromium)."""
 
 import copy
 import re

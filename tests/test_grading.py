@@ -82,7 +82,7 @@ def test_kill_matrix_is_printed_with_its_kill_rate(graded, step):
 def test_feedback_shows_each_failed_test_and_its_message_without_hidden_test_source(graded, step):
     """For the bank's first mistake: its feedback page shows, as text, the failed test cell and the message of its error,
     and no hidden test line; its summary, at the top, names the failed claim (its docstring's first line) and gives that
-    message (issue 31)."""
+    message."""
     from bs4 import BeautifulSoup
     from submissions import page_text
     from test_generated import hidden_lines
@@ -170,7 +170,7 @@ def test_grades_are_those_of_plain_serial_nbgrader_autograde(graded, plain):
 
 
 def test_without_a_sandbox_make_grade_refuses_before_any_student_code_runs(tmp_path):
-    """Issue 25: on a machine without bubblewrap (here, a PATH without bwrap), grading a real class stops at once, with
+    """On a machine without bubblewrap (here, a PATH without bwrap), grading a real class stops at once, with
     one line saying how to get a sandbox, and nothing of the class ran: the submission's code, which would leave a file
     in the course root, did not; no kernel, no worker, no results, no gradebook."""
     import subprocess
@@ -196,7 +196,7 @@ def test_without_a_sandbox_make_grade_refuses_before_any_student_code_runs(tmp_p
 
 
 def test_a_notebook_over_the_budget_is_never_read_nor_graded_and_says_why(tmp_path):
-    """Issue 25: a submitted notebook larger than course.cells.NOTEBOOK_BUDGET (here a sparse file: its size, no disk) is
+    """A submitted notebook larger than course.cells.NOTEBOOK_BUDGET (here a sparse file: its size, no disk) is
     not read (neither repaired nor sent to a worker) and gets the status 'over budget', naming the file and the budget;
     the student beside it is prepared as usual."""
     from course import grading, results
@@ -219,7 +219,7 @@ def test_a_notebook_over_the_budget_is_never_read_nor_graded_and_says_why(tmp_pa
 
 
 def test_a_grading_worker_cannot_grow_past_its_memory_limit():
-    """Issue 25: course.grading.limit_memory() (what each grading worker calls first) makes an allocation past
+    """course.grading.limit_memory() (what each grading worker calls first) makes an allocation past
     WORKER_MEMORY fail with MemoryError in that process, instead of the machine running out; without it, the same one
     succeeds (numpy.empty: asked for, never touched)."""
     import subprocess

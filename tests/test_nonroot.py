@@ -1,4 +1,4 @@
-"""An instructor who is not root, with the system's Python (issue 18). Run as root (as CI is), this module creates a plain
+"""An instructor who is not root, with the system's Python (most are). Run as root (as CI is), this module creates a plain
 account, gives it a copy of the course, and as that account: builds the venv with the system's python3.11 through the
 Makefile, runs the sandbox tests, and grades a demo class. Run as a user already, the whole suite is that check, and this
 module skips.

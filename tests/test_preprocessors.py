@@ -112,7 +112,7 @@ def lying_header(path):
 
 @pytest.mark.parametrize('kind', ['bomb', 'many entries', 'lying header', 'bzip2'])
 def test_a_record_over_budget_is_refused_before_it_is_decompressed(tmp_path, kind):
-    """Issue 25: a record of a few MB that declares 2 GiB of numbers (every byte really there: its CRCs hold), one of
+    """A record of a few MB that declares 2 GiB of numbers (every byte really there: its CRCs hold), one of
     20,000 tiny entries, one whose array header declares more than its entry holds, and one compressed with a method
     whose decompressor takes no output bound, each raise OverBudget, having allocated almost nothing."""
     from corpus import many_entries, record_bomb
@@ -142,7 +142,7 @@ def test_a_real_records_size_is_far_within_the_budget(tmp_path):
 
 
 def test_outputs_past_the_budget_are_dropped_but_each_cells_first_error_is_kept():
-    """Issue 25: RecordedExecute holds a notebook's outputs to max_output_bytes as they arrive (here 100 bytes): later
+    """RecordedExecute holds a notebook's outputs to max_output_bytes as they arrive (here 100 bytes): later
     outputs are dropped with one note, and OVER_BUDGET says why; but a cell's first error is kept, capped (nbgrader
     scores a test cell by its error: dropping it would give a failed test its points), and a second one is not."""
     from course.preprocessors import OVER_BUDGET, RecordedExecute

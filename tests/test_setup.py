@@ -1,4 +1,4 @@
-"""The Makefile's set-up (issue 18): a Python the course cannot use is refused at once, in one line that says what was
+"""The Makefile's set-up: a Python the course cannot use is refused at once, in one line that says what was
 found and what to install, before any venv or pip install starts."""
 
 import shutil

@@ -124,7 +124,7 @@ def test_every_reproduced_definition_equals_the_step_that_teaches_it():
     assert not drifts, 'reproduced code drifted from its source step (copy the source step\'s code):\n' + '\n'.join(drifts)
 
 
-# The steps whose test cells bind only names of their own (issue 28). Steps 4-6 still rebind the notebook's names in their
+# The steps whose test cells bind only names of their own. Steps 4-6 still rebind the notebook's names in their
 # tests (x, m, head, ...): add a step here once its test cells are cleaned, and this test keeps it so.
 OWN_NAMES_ONLY = ('step1', 'step2', 'step3')
 

@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 JUPYTER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test test-browser build check data grade mutants bench system clean
+.PHONY: demo test test-browser pictures build check data grade mutants bench system clean
 
 demo: data build  ## build the release and solution, autograde a demo class, print its grades
 	$(BIN)/python -m course.grade --demo
@@ -23,6 +23,9 @@ test: data system  ## lint, generated files fresh, nbval, graded classes, sandbo
 
 test-browser: data system  ## only the browser tests: the student and instructor journeys in JupyterLab, in headless Chromium
 	$(BIN)/python -m pytest tests/test_browser.py
+
+pictures: test-browser  ## the browser tests, then their screenshots copied into docs/pictures/ (commit them: make test fails on stale ones)
+	$(BIN)/python tests/docpictures.py
 
 build: $(VENV)/.installed  ## regenerate release/ and notebooks/ from source/
 	$(BIN)/python -m course.build

@@ -604,6 +604,7 @@ def test_the_grader_sees_what_the_hostile_student_wrote_as_text(hostile):
 # --- The feedback page a student opens: the claims named at the top, failed first; the maths offline. ---
 
 FEEDBACK_SHOTS = {'mistake': '11-feedback-demo-mistake', 'perfect': '12-feedback-perfect'}
+REPORT_SHOT = '13-class-report'
 MISTAKE = demo.bank(AID).MUTANTS[0]  # the bank of the repository (the course copy's is removed: a small demo class)
 
 
@@ -665,6 +666,10 @@ def feedback(page, course, lab):
     base, token = lab.split('/lab?')
     url = f'{base}/files/feedback/{MISTAKE.student}/{AID}/{NOTEBOOK}.html?{token}'
     seen['served'] = open_offline(page.context, url)
+    report = page.context.new_page()  # the class report make grade wrote: no script, nothing to wait for but its load
+    report.goto((root / 'reports' / 'index.html').as_uri(), wait_until='load')
+    shoot(report, REPORT_SHOT)
+    report.close()
     return seen
 
 
@@ -706,7 +711,8 @@ def test_feedback_maths_renders_with_the_network_cut_off(feedback, student):
     assert not web, f'the page asked the network for {web}'
 
 
-@pytest.mark.parametrize('shot', [f'{shot}{part}' for shot in FEEDBACK_SHOTS.values() for part in ('', '-maths')])
+@pytest.mark.parametrize('shot', [f'{shot}{part}' for shot in FEEDBACK_SHOTS.values() for part in ('', '-maths')]
+                         + [REPORT_SHOT])
 def test_screenshot_of_each_feedback_page_shows_a_rendered_page(feedback, shot):
     fraction = blank_fraction(SHOTS / f'{shot}.png')
     assert fraction < 0.9, f'{shot}.png is {fraction:.0%} one colour: the page had not rendered'

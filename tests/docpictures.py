@@ -1,0 +1,42 @@
+"""The docs' pictures are screenshots the browser tests take: `make pictures` runs those tests and copies each shot below
+from test-artifacts/ into docs/pictures/. Each picture names the files whose look it shows; tests/test_docs.py fails when
+one of them changed in a commit the picture's own commit does not contain (the picture is older than what it shows).
+
+  python tests/docpictures.py     copy the shots of the last browser run into docs/pictures/
+"""
+
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# docs picture: (the screenshot it is copied from, the files whose look it shows)
+PICTURES = {
+    'docs/pictures/student-run-all.png': (
+        'test-artifacts/browser/04-student-run-all.png',
+        ('release/step4/step4_attention_head.ipynb', 'requirements.txt')),
+    'docs/pictures/formgrader-submissions.png': (
+        'test-artifacts/browser/07-formgrader-submissions.png',
+        ('source/step4/step4_attention_head.ipynb', 'nbgrader_config.py', 'requirements.txt')),
+    'docs/pictures/feedback-mistake.png': (
+        'test-artifacts/browser/11-feedback-demo-mistake.png',
+        ('source/step4/step4_attention_head.ipynb', 'source/step4/instructor/bank.py', 'course/feedback.py',
+         'nbgrader_config.py')),
+    'docs/pictures/class-report.png': (
+        'test-artifacts/browser/13-class-report.png',
+        ('course/classreport.py', 'source/step4/step4_attention_head.ipynb')),
+}
+
+
+def main():
+    missing = [shot for shot, _ in PICTURES.values() if not (ROOT / shot).exists()]
+    if missing:
+        sys.exit(f'error: {missing[0]} missing: run the browser tests first (make pictures runs them, then this)')
+    for picture, (shot, _) in PICTURES.items():
+        (ROOT / picture).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / shot, ROOT / picture)
+        print(f'{picture} <- {shot}')
+
+
+if __name__ == '__main__':
+    main()

@@ -100,8 +100,7 @@ def test_an_old_record_without_failures_still_feeds_the_class_report(graded):
         old.pop(key)
     path.write_text(json.dumps(old))
     migrated = record(root, 'subtracts')
-    assert migrated['failures'] and all('got -1' in m or 'GraderCheckFailed' in m for m in migrated['failures'].values()), (
-        migrated['failures'])
+    assert 'expected 3, got -1' in migrated['failures']['add_small_cases'], migrated['failures']
     page = classreport.write(root).read_text()
     assert 'expected 3, got -1' in page, 'the old record\'s failures, read back from its autograded notebook, are in the report'
 

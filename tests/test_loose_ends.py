@@ -59,11 +59,10 @@ def record(root, student):
 def test_a_probe_that_times_out_says_so_in_the_status(graded):
     root, out = graded
     r = record(root, 'slow_probe')
-    assert r['probe'] == 'CellTimeoutError', r
     assert r['status'] == 'timeout' and "grader's checks" in r['detail'], (
         f"the probe ran past the cell limit, so the checks it did not reach failed: the status must say so, got "
         f"{results.label(r)!r}")
-    assert 'probe' in r['timeouts'], r['timeouts']
+    assert r['probe'] == 'CellTimeoutError' and 'probe' in r['timeouts'], r
     assert record(root, 'perfect')['status'] == 'graded', 'a submission whose probe finishes is graded as before'
 
 
@@ -71,7 +70,8 @@ def test_a_cell_timeout_records_how_busy_the_machine_was(graded):
     root, _ = graded
     r = record(root, 'loops')
     assert r['status'] == 'timeout' and r['detail'].startswith('in cell add'), results.label(r)
-    seen = r['timeouts']['add']
+    seen = r.get('timeouts', {}).get('add')
+    assert seen, f'the record says how busy the machine was when cell add met its limit: {r}'
     assert seen['cores'] >= 1 and seen['load'] >= 0, seen
     # the status says "busy" exactly when the machine had more runnable processes than cores at the timeout
     assert ('busy machine' in r['detail']) == (seen['load'] > seen['cores']), (seen, r['detail'])
@@ -97,10 +97,10 @@ def test_an_old_record_without_failures_still_feeds_the_class_report(graded):
     old = json.loads(path.read_text())
     assert old['failures'], 'the mistake fails some test cells'
     for key in ('failures', 'removed', 'memory', 'probe', 'timeouts'):  # what records written before them lack
-        old.pop(key)
+        old.pop(key, None)
     path.write_text(json.dumps(old))
     migrated = record(root, 'subtracts')
-    assert 'expected 3, got -1' in migrated['failures']['add_small_cases'], migrated['failures']
+    assert 'expected 3, got -1' in migrated.get('failures', {}).get('add_small_cases', ''), migrated
     page = classreport.write(root).read_text()
     assert 'expected 3, got -1' in page, 'the old record\'s failures, read back from its autograded notebook, are in the report'
 
@@ -115,7 +115,7 @@ def test_formgrader_pages_load_mathjax_from_the_jupyter_server_not_a_cdn():
     import jupyter_server_mathjax
     from nbconvert.exporters import HTMLExporter
 
-    from course.active_content import LOCAL_CONFIG, _transform_class
+    from course.active_content import _transform_class
 
     loader = jinja2.FileSystemLoader([str(Path(p) / 'base') for p in HTMLExporter().template_paths
                                       if (Path(p) / 'base' / 'mathjax.html.j2').exists()] + HTMLExporter().template_paths)
@@ -128,10 +128,11 @@ def test_formgrader_pages_load_mathjax_from_the_jupyter_server_not_a_cdn():
     headers = {'Content-Length': str(len(page))}
     _, headers, served = transform.transform_first_chunk(200, headers, page, True)
     text = served.decode()
-    assert f'<script src="{url}?config={LOCAL_CONFIG}">' in text and 'cdnjs' not in text.split('</head>')[0], text[:400]
+    assert f'<script src="{url}?config=' in text and 'cdnjs' not in text.split('</head>')[0], text[:400]
+    config = text.split(f'<script src="{url}?config=', 1)[1].split('"', 1)[0]
     assert student in text, 'the body (a submission) is left as it was'
     assert headers['Content-Length'] == str(len(served))
     assert 'cdnjs' not in headers['Content-Security-Policy'], headers['Content-Security-Policy']
     static = Path(jupyter_server_mathjax.__file__).parent / 'static'
-    for part in ('MathJax.js', *(f'config/{c}.js' for c in LOCAL_CONFIG.split(','))):
+    for part in ('MathJax.js', *(f'config/{c}.js' for c in config.split(','))):
         assert (static / part).is_file(), f'jupyter_server_mathjax serves no {part}'

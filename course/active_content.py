@@ -18,6 +18,7 @@ import base64
 import contextlib
 import functools
 import hashlib
+import html
 import mimetypes
 import os
 import re
@@ -396,7 +397,7 @@ def own_inline():
 
 
 def page_policy(body, mathjax, own=((), ())):
-    """The formgrader page's policy: its scripts from this server (and MathJax's folder), and by hash, the inline scripts
+    """The formgrader page's policy: its scripts from this server (and mathjax, if not ''), and by hash, the inline scripts
     of its <head> (nbgrader writes the head from its templates and the course's ids; a submission's content is in the
     <body>) and own, the inline scripts and event handlers written as they are in nbgrader's templates (own_inline())."""
     text = body.decode('utf-8', 'replace')
@@ -406,22 +407,43 @@ def page_policy(body, mathjax, own=((), ())):
     scripts, events = own
     hashes = sorted({sha256(s) for s in parser.scripts} | set(scripts))
     handlers = ["'unsafe-hashes'", *events] if events else []
-    return '; '.join([
+    return '; '.join(' '.join(d.split()) for d in [
         "default-src 'self'",
-        f"script-src 'self' {mathjax} {' '.join(hashes + handlers)}".strip(),
+        f"script-src 'self' {mathjax} {' '.join(hashes + handlers)}",
         f"style-src 'self' 'unsafe-inline' {mathjax}", "img-src 'self' data:", f"font-src 'self' data: {mathjax}",
         "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'self'"])
+
+
+# nbconvert's mathjax() macro, which nbgrader's formgrade and feedback templates call without a URL, loads MathJax 2 from
+# cdnjs: offline, or where that host is blocked, the grader's page waits on it and every formula stays raw TeX.
+CDN_MATHJAX = re.compile(r'<script src="https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/[^"<>]*">')
+# The copy jupyter_server_mathjax serves (installed with the course, enabled in the venv's Jupyter server), in its own
+# configuration: TeX in, HTML-CSS or MathML out, and the Safe extension (a student's TeX makes no link or style).
+LOCAL_CONFIG = 'TeX-AMS-MML_HTMLorMML-full,Safe'
+
+
+def local_mathjax(page, url):
+    """page (bytes) with the <head>'s MathJax script loading url (the Jupyter server's own copy), not the CDN's; the
+    <body>, where a submission's content is, untouched."""
+    parts = re.split(rb'(</head\s*>)', page, maxsplit=1, flags=re.I)
+    if len(parts) < 3:
+        return page
+    script = f'<script src="{html.escape(url)}?config={LOCAL_CONFIG}">'
+    head = CDN_MATHJAX.sub(lambda _: script, parts[0].decode('utf-8', 'replace'))
+    return head.encode('utf-8') + parts[1] + parts[2]
 
 
 # Files served from autograded/: never a script, never a frame, never a plugin; shown, if at all, in an opaque origin.
 FILE_POLICY = "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; frame-ancestors 'self'"
 
 
-def _transform_class(base_url):
+def _transform_class(base_url, settings=None):
+    """The OutputTransform protect_formgrader() adds; settings: the server's (jupyter_server_mathjax puts the URL of its
+    MathJax there, 'mathjax_url', once it has started)."""
     import tornado.web
-    from nbconvert.exporters import HTMLExporter
+    from jupyter_server.utils import url_path_join
 
-    mathjax = HTMLExporter().mathjax_url.rsplit('/', 1)[0] + '/'  # MathJax loads its parts from its own folder
+    settings = {} if settings is None else settings
     own = own_inline()
     prefix = base_url.rstrip('/') + '/formgrader/'
     own_static = tuple(prefix + p for p in ('static/', 'fonts/', 'submissions/components/'))
@@ -446,7 +468,12 @@ def _transform_class(base_url):
             elif status_code == 304:  # a cached page would take this response's policy: none of its scripts run
                 headers['Content-Security-Policy'] = "script-src 'none'"
             else:
-                headers['Content-Security-Policy'] = page_policy(chunk if finishing else b'', mathjax, own)
+                if finishing and chunk:  # the whole page: its MathJax from this server, so that it works offline
+                    url = settings.get('mathjax_url') or url_path_join(base_url, 'static/jupyter_server_mathjax/MathJax.js')
+                    chunk = local_mathjax(chunk, url)
+                    if 'Content-Length' in headers:
+                        headers['Content-Length'] = str(len(chunk))
+                headers['Content-Security-Policy'] = page_policy(chunk if finishing else b'', '', own)
                 # Each page's policy hashes that page: never kept, so never revalidated with a 304 (see above).
                 headers['Cache-Control'] = 'no-store'
                 headers.pop('Etag', None)
@@ -468,5 +495,5 @@ def protect_formgrader():
     if web_app is None:
         return False
     if not any(getattr(t, '__name__', '') == 'FormgraderCSP' for t in web_app.transforms):
-        web_app.add_transform(_transform_class(web_app.settings.get('base_url', '/')))
+        web_app.add_transform(_transform_class(web_app.settings.get('base_url', '/'), web_app.settings))
     return True

@@ -2,9 +2,13 @@
 and write the class report (reports/index.html, course.classreport).
 
   python -m course.grade                       grade the class in submitted/<student>/<step>/   (make grade)
-  python -m course.grade --demo                first put the demo class (course.demo) in submitted/   (make demo)
-  python -m course.grade --demo --kill-matrix  also print each step's kill matrix   (make mutants)
+  python -m course.grade --demo                first put a small demo class (course.demo.small_class) in submitted/
+                                               (make demo)
+  python -m course.grade --demo --kill-matrix  the demo class with each step's whole bank, and its kill matrix
+                                               (make mutants)
   python -m course.grade --step step4 ...      only these steps
+
+Only the steps with a submission in submitted/ are prepared and graded; the others keep what the gradebook has.
 
 Each submission is graded by nbgrader autograde in a long-lived worker, --jobs at a time, its notebook run in a sandboxed
 kernel: warm by default as root (course.warm), --cold for one started from scratch (course.sandbox).
@@ -26,8 +30,11 @@ from course.report import step_block, total_block
 def main(argv=None):
     ap = argparse.ArgumentParser(prog='python -m course.grade', description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--demo', action='store_true', help='grade a demo class generated from source/ instead of submitted/')
-    ap.add_argument('--kill-matrix', action='store_true', help="print each step's kill matrix (with --demo)")
+    ap.add_argument('--demo', action='store_true',
+                    help='grade a demo class generated from source/ instead of submitted/: per step, a perfect, a blank and '
+                         'a late submission and a few typical mistakes (with --kill-matrix: the whole bank)')
+    ap.add_argument('--kill-matrix', action='store_true',
+                    help="print each step's kill matrix (with --demo: the demo class holds each step's whole bank)")
     ap.add_argument('--sample', action='store_true',
                     help="with --demo: each step's bank sampled, a mistake per graded function and one alternative "
                          '(course.demo.sampled; what make test grades)')
@@ -60,13 +67,25 @@ def main(argv=None):
     if kind == 'cold' and not args.cold:
         print('note: no warm kernels here (they need user namespaces inside the sandbox); each kernel starts cold, '
               'in a sandbox of its own', file=sys.stderr)
+    settings, duedates = Config(), {}
     if args.demo:
-        demo.write_class(demo.demo_class(selected, sample=args.sample), ROOT / 'submitted')
-    settings = Config()
+        small = not (args.sample or args.kill_matrix)  # make demo: a small class; make mutants, make test: the bank
+        cls = (demo.small_class(selected) if small else demo.demo_class(selected, sample=args.sample))
+        demo.write_class(cls, ROOT / 'submitted')
+        if small:  # the late student loses its points, by nbgrader's own late-submission rule
+            duedates = dict.fromkeys(selected, demo.DUE)
+            settings.LateSubmissionPlugin.penalty_method = 'zero'
     if args.cell_timeout:
         settings.Execute.timeout = args.cell_timeout
+    submitted = grading.submitted_steps(selected)
+    if not submitted:
+        sys.exit(f'error: no submission of {", ".join(selected)} in {ROOT / "submitted"}: put the class in '
+                 'submitted/<student>/<step>/, or run make demo.')
+    if skipped := [s for s in selected if s not in submitted]:
+        print(f'no submission of {", ".join(skipped)}: not graded', file=sys.stderr)
+    selected = submitted
     print(f'grading with {kind} kernels, {max(1, args.jobs)} submissions at a time', file=sys.stderr)
-    table = grading.grade_class(selected, kind, settings, args.timeout, args.jobs, not args.no_feedback)
+    table = grading.grade_class(selected, kind, settings, args.timeout, args.jobs, not args.no_feedback, duedates=duedates)
     for step in selected:
         rows = [r for r in table if r['step'] == step]
         print('\n'.join(step_block(step, rows, autograded_points(step))))
@@ -90,7 +109,24 @@ def main(argv=None):
     print('\n'.join(total_block(table)))
     print('\nwrote grades.csv (a row per student and step), grades-cells.csv, grades-total.csv, results/<step>/<student>.json, '
           + ('' if args.no_feedback else 'feedback/<student>/<step>/, ') + 'and .build/logs/<step>/<student>.log')
-    print(f'wrote the class report, {classreport.write().relative_to(ROOT)} (python -m course.report rebuilds it)')
+    report = classreport.write().relative_to(ROOT)
+    print(f'wrote the class report, {report} (python -m course.report rebuilds it)')
+    if args.demo:
+        print(where_to_look(table, report))
+
+
+def where_to_look(table, report):
+    """make demo's last lines: where to look at what it did."""
+    page = next((p for r in table if r['student_id'] != 'perfect' and r['status'].startswith('graded')
+                 for p in sorted((ROOT / 'feedback' / r['student_id'] / r['step']).glob('*.html'))), None)
+    return '\n'.join([
+        '\nwhere to look:',
+        '  the grade table    above, and grades.csv (a row per student and step), grades-total.csv',
+        f'  a feedback page    {page.relative_to(ROOT) if page else "feedback/<student>/<step>/<notebook>.html"}'
+        '  (what a student opens: what to fix first)',
+        f'  the class report   {report}  (what the class got wrong, per step)',
+        '  the formgrader     .venv/bin/jupyter lab, then Nbgrader > Formgrader (the written answers to grade)',
+    ])
 
 
 if __name__ == '__main__':

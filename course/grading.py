@@ -47,10 +47,18 @@ def oversized(step, student, root=ROOT):
     return next(filter(None, (over_budget(p) for p in sorted(folder.glob('*.ipynb')) if p.is_file())), None)
 
 
-def prepare(selected, kernel, root=ROOT):
+def submitted_steps(selected, root=ROOT):
+    """The steps of selected that have a submission in root/submitted/ (a folder submitted/<student>/<step>/)."""
+    folder = Path(root) / 'submitted'
+    students = [p for p in folder.iterdir() if p.is_dir()] if folder.is_dir() else []
+    return [step for step in selected if any((p / step).is_dir() for p in students)]
+
+
+def prepare(selected, kernel, root=ROOT, duedates=None):
     """For each step of selected: nbgrader generate_assignment (it records the source's cells in the gradebook; its
-    release copy goes to .build/), then a check of each submission against the release and the repairs of what is
-    clearly meant (course.repair), recorded in each submission's results record. Returns [(step, student)] to grade."""
+    release copy goes to .build/), with its due date from duedates ({step: datetime}, if given), then a check of each
+    submission against the release and the repairs of what is clearly meant (course.repair), recorded in each
+    submission's results record. Returns [(step, student)] to grade."""
     extra = runner.Config()
     extra.CourseDirectory.release_directory = '.build/release'
     api = runner.api(extra, root)
@@ -59,6 +67,9 @@ def prepare(selected, kernel, root=ROOT):
         result = api.generate_assignment(step, force=True)
         if not result.get('success'):
             sys.exit(f'error: nbgrader generate_assignment {step} failed:\n{result.get("log", "")}{result.get("error", "")}')
+        if (duedates or {}).get(step):
+            with api.gradebook as gb:
+                gb.update_or_create_assignment(step, duedate=duedates[step])
         for student in sorted(p.name for p in (Path(root) / 'submitted').iterdir() if (p / step).is_dir()):
             record = results.new(step, student, kernel)
             record['over_budget'] = oversized(step, student, root)
@@ -84,9 +95,10 @@ def prepare(selected, kernel, root=ROOT):
 def grade_one(api, step, student, feedback, root=ROOT):
     """nbgrader autograde, then (if feedback) generate_feedback, of one submission through api; the logs and stderr go to
     .build/logs/, the outcome to its results record."""
-    from course.preprocessors import OVER_BUDGET, STOPPED
+    from course.preprocessors import OVER_BUDGET, PROBE, STOPPED, TIMEOUTS
 
-    STOPPED['error'] = OVER_BUDGET['reason'] = None
+    STOPPED['error'] = OVER_BUDGET['reason'] = PROBE['stopped'] = None
+    TIMEOUTS.clear()
     seconds = {}
     peak_rss(reset=True)
     with open(log_path(step, student, root), 'w') as log:
@@ -104,7 +116,7 @@ def grade_one(api, step, student, feedback, root=ROOT):
             seconds['feedback'] = round(time.perf_counter() - start, 3)
             log.write(result.get('log', '') + result.get('error', ''))
     results.update(step, student, root, autograde=autograde, seconds=seconds, over_budget=OVER_BUDGET['reason'],
-                   memory={'worker_peak_rss': peak_rss()})
+                   memory={'worker_peak_rss': peak_rss()}, probe=PROBE['stopped'], timeouts=dict(TIMEOUTS))
 
 
 def peak_rss(reset=False):
@@ -184,8 +196,11 @@ class Worker:
             stopped = 'timeout'
         except (EOFError, OSError):  # it died, with this submission or before (out of memory, say)
             stopped = 'died'
+        from course.preprocessors import machine_load
+
+        load = machine_load()  # the limit is on the clock: how busy the machine was goes with it (course.results.status)
         self.stop()
-        results.update(step, student, root, stopped=stopped,
+        results.update(step, student, root, stopped=stopped, timeouts={'submission': load} if stopped == 'timeout' else {},
                        seconds={'limit': timeout, 'stopped_after': round(time.perf_counter() - start, 3)})
         self.start()
 
@@ -232,9 +247,10 @@ def kernel_kind(no_sandbox=False, cold=False):
     return 'cold' if cold or not warm.available() else 'warm'
 
 
-def grade_class(selected, kind, settings=None, timeout=180, workers=None, feedback=True, root=ROOT):
-    """Grade every submission of the steps selected in root/submitted/ with kernels of kind, record each outcome, and
-    export grades.csv; return the export's rows (course.export.rows())."""
+def grade_class(selected, kind, settings=None, timeout=180, workers=None, feedback=True, root=ROOT, duedates=None):
+    """Grade every submission of the steps selected in root/submitted/ with kernels of kind (each step's due date from
+    duedates, {step: datetime}, if given), record each outcome, and export grades.csv; return the export's rows
+    (course.export.rows())."""
     root = Path(root)
     if not (root / 'submitted').is_dir():
         sys.exit('error: no submitted/ folder: put the class in submitted/<student>/<step>/, or run make demo.')
@@ -243,7 +259,7 @@ def grade_class(selected, kind, settings=None, timeout=180, workers=None, feedba
     os.environ.update(runner.env(root))
     runner.worker_context()  # (already running from course.grade) its one-torch-thread setting reaches the kernel server too
     with ThreadPoolExecutor(1) as background:
-        jobs = background.submit(prepare, selected, kind, root)  # while the kernel server and the workers start
+        jobs = background.submit(prepare, selected, kind, root, duedates)  # while the kernel server and the workers start
         with warm.server(root) if kind == 'warm' else contextlib.nullcontext('cold' if kind == 'cold' else None) as kernels:
             grade_all(jobs, kernels, settings, timeout, workers or os.cpu_count() + 2, feedback, root)
         for step, student in jobs.result():  # each finished as it was graded; on Ctrl-C, those left are too

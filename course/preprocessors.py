@@ -25,6 +25,7 @@ from course import probe as probe_runtime
 from course.cells import role
 from course.claims import judge
 from course.layout import instructor_module
+from course.results import STOPPING
 from course.sandbox import sanitize
 
 PROBE_IN, PROBE_OUT = probe_runtime.INPUTS, policy.PROBE_RECORD  # next to the notebook being graded
@@ -230,7 +231,12 @@ class JudgeProbe(NbGraderPreprocessor):
         checks = checks_for(resources['nbgrader']['assignment'])
         if not checks:
             return nb, resources
-        nb.cells = [c for c in nb.cells if not c.metadata.get('course', {}).get('probe')]
+        probe_cells = [c for c in nb.cells if c.metadata.get('course', {}).get('probe')]
+        # The probe ran past the cell limit (or its kernel died in it): the checks that needed what it had not recorded
+        # yet fail, and the submission's status must say why (PROBE), not read 'graded'.
+        PROBE['stopped'] = next((o['ename'] for c in probe_cells for o in c.get('outputs', [])
+                                 if o.get('output_type') == 'error' and o.get('ename') in STOPPING), None)
+        nb.cells = [c for c in nb.cells if c not in probe_cells]
         record, inputs, over = {}, resources['probe_inputs'], None
         out = folder / PROBE_OUT
         try:
@@ -256,6 +262,24 @@ class JudgeProbe(NbGraderPreprocessor):
 # What of the last submission graded in this process was over the grader's budget (JudgeProbe's record, RecordedExecute's
 # outputs), or None: course.grading clears it before each submission and records it with the result.
 OVER_BUDGET = {'reason': None}
+
+
+# Whether the probe cell of the last submission judged in this process stopped (CellTimeoutError, DeadKernelError), or
+# None: course.grading clears it before each submission and records it with the result (its status says so).
+PROBE = {'stopped': None}
+
+# The cells of the last notebook executed in this process that ran past Execute.timeout, each with how busy the machine
+# was then: {cell: {'load': 1-minute load average, 'cores': n}}. The limit is counted on the clock, so that a cell waiting
+# on nothing (a sleep, a lock) is stopped too; on a machine with more runnable processes than cores, a cell gets less
+# than a core, and its status says so (course.results.status) instead of charging the lost time silently to the student.
+TIMEOUTS = {}
+
+
+def machine_load():
+    """{'load': the 1-minute load average, 'cores': the cores this process may use}."""
+    import os
+
+    return {'load': round(os.getloadavg()[0], 2), 'cores': len(os.sched_getaffinity(0))}
 
 
 # Why the last notebook executed in this process stopped: the name of the exception that stopped it (DeadKernelError,
@@ -289,12 +313,20 @@ class RecordedExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         STOPPED['error'] = None
+        TIMEOUTS.clear()
         self.output_bytes = 0
         try:
             return super().preprocess(nb, resources, km)
         except Exception as e:
             STOPPED['error'] = type(e).__name__
             raise
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        """nbclient's: a cell ran past the limit and is interrupted. Recorded first (TIMEOUTS), with the machine's load."""
+        if cell is not None:
+            key = cell.metadata.get('nbgrader', {}).get('grade_id') or cell.get('id') or '?'
+            TIMEOUTS.setdefault('probe' if cell.metadata.get('course', {}).get('probe') else key, machine_load())
+        return await super()._async_handle_timeout(timeout, cell)
 
     def output(self, outs, msg, display_id, cell_index):
         self.output_bytes += output_size(msg['content'])

@@ -21,8 +21,9 @@ def step_block(step, table, points):
     for r in table:
         scores = ' '.join(f'{p:>2g}' for p in r['cells'].values())
         auto = f"{r['autograded']:>3g}/{r['autograded_max']:g}"
+        late = f"  late: -{r['late_submission_penalty']:g}" if r.get('late_submission_penalty') else ''
         lines.append(f"{r['student_id']:<{width}}  {r['status']:<{swidth}}  {scores}  {auto}"
-                     f"{'  to grade' if r['needs_manual_grading'] else ''}")
+                     f"{'  to grade' if r['needs_manual_grading'] else ''}{late}")
     lines.append('legend: ' + ', '.join(f'{i} {gid} ({p:g})' for i, (gid, p) in enumerate(points.items(), 1)))
     return lines
 

@@ -11,6 +11,10 @@ A record holds:
   seconds            {'autograde': s, 'feedback': s, 'limit': the worker's time limit}
   graded             whether nbgrader wrote the autograded notebooks
   cells              {grade_id or cell id: exception name} of cells that stopped with CellTimeoutError or DeadKernelError
+  probe              'CellTimeoutError' or 'DeadKernelError' if the grader's probe cell stopped (its checks fail), else None
+  timeouts           {cell: {'load': 1-minute load average, 'cores': n}} of each cell that ran past the cell limit (the
+                     probe's as 'probe'), or {'submission': ...} if the whole submission ran past --timeout: the limits
+                     are on the clock, and a status says when the machine was busier than its cores (busy())
   failures           {grade_id: 'ExceptionName: message'} of each test cell that failed, its error as the autograded
                      notebook shows it (cut to MESSAGE_CHARS): what the class report (course.classreport) groups
   blank              whether every solution and answer cell is as released
@@ -47,14 +51,26 @@ MESSAGE_CHARS = 2000  # of a failed test cell's error, kept in the record
 def new(step, student, kernel):
     return {'step': step, 'student': student, 'kernel': kernel, 'repairs': [], 'attention': [], 'unreadable': None,
             'autograde': None, 'stopped': None, 'seconds': {}, 'over_budget': None, 'memory': {}, 'graded': False,
-            'cells': {}, 'failures': {}, 'blank': False, 'removed': [],
+            'cells': {}, 'failures': {}, 'blank': False, 'removed': [], 'probe': None, 'timeouts': {},
             'status': None, 'detail': ''}
 
 
 def load(step, student, root=ROOT):
-    """The record of a submission, or None if it was never graded."""
+    """The record of a submission, or None if it was never graded; one written by an earlier grader is migrated()."""
     path = result_path(step, student, root)
-    return json.loads(path.read_text()) if path.exists() else None
+    return migrated(json.loads(path.read_text()), root) if path.exists() else None
+
+
+def migrated(record, root=ROOT):
+    """record with every key of new() it lacks (a record written by an earlier grader): the failure messages read back
+    from its autograded notebooks, as facts() reads them (the class report groups them), the rest at new()'s values."""
+    lacks = new(record.get('step'), record.get('student'), record.get('kernel')).keys() - record.keys()
+    if not lacks:
+        return record
+    out = {**new(record.get('step'), record.get('student'), record.get('kernel')), **record}
+    if 'failures' in lacks and out['graded'] and out['step'] and out['student']:
+        out['failures'] = facts(out['step'], out['student'], root)['failures']
+    return out
 
 
 def save(record, root=ROOT):
@@ -77,6 +93,16 @@ def update(step, student, root=ROOT, **fields):
     return record
 
 
+def busy(record, where):
+    """', on a busy machine (load 5.2 on 2 cores): regrade it to be sure' if the machine had more runnable processes than
+    cores when `where` (a cell, 'probe' or 'submission') met its time limit, which is counted on the clock: the student's
+    code then had less than a core, and may have been stopped for the machine's slowness, not its own. Else ''."""
+    seen = (record.get('timeouts') or {}).get(where)
+    if not seen or seen.get('load', 0) <= seen.get('cores', 1):
+        return ''
+    return f", on a busy machine (load {seen['load']:g} on {seen['cores']} cores): regrade it to be sure"
+
+
 def status(record):
     """(status, detail) of a record: one of STATUSES and a few words. A pure function of the record."""
     if record['attention']:
@@ -86,7 +112,8 @@ def status(record):
     if record.get('over_budget'):
         return 'over budget', record['over_budget']
     if record['stopped'] == 'timeout':
-        return 'timeout', f'autograde took over {record["seconds"].get("limit", "?")} s and was stopped'
+        return 'timeout', (f'autograde took over {record["seconds"].get("limit", "?")} s and was stopped'
+                           + busy(record, 'submission'))
     if record['stopped'] == 'died':
         return 'not graded', 'the nbgrader process died'
     error = (record['autograde'] or {}).get('error')
@@ -97,7 +124,11 @@ def status(record):
             return 'timeout', 'a cell ran past the limit and ignored the interrupt'
         return 'not graded', error or 'see the autograde log'
     for cell, name in record['cells'].items():
-        return ('timeout' if name == 'CellTimeoutError' else 'kernel died'), f'in cell {cell}'
+        return ('timeout' if name == 'CellTimeoutError' else 'kernel died'), f'in cell {cell}' + busy(record, cell)
+    if record.get('probe'):  # the notebook ran; the grader's probe, run after it on the student's code, did not finish
+        return (('timeout' if record['probe'] == 'CellTimeoutError' else 'kernel died'),
+                "in the grader's checks, run on your code after the notebook: the checks it did not reach fail"
+                + busy(record, 'probe'))
     if record['blank']:
         return 'blank', ''
     n = len(record['repairs'])

@@ -114,6 +114,14 @@ ALTERNATIVES = [
     Variant('alt_generate_categorical_last_token_only',
             cell('model', ('logits, _ = self(idx)', 'logits, _ = self(idx[:, -1:])'),
                  (SAMPLE, 'idx_next = torch.distributions.Categorical(probs=probs).sample()[:, None]'))),
+    Variant('alt_nll_sum_over_count', cell('nll', (LOGMEAN, 'return (-p.double().log().sum() / len(p)).item()'))),
+    Variant('alt_train_with_periodic_val_estimate',
+            cell('train', ('        losses.append(loss.item())\n',
+                           '        losses.append(loss.item())\n'
+                           '        if len(losses) % 50 == 0:  # a periodic validation estimate, on batches of its own\n'
+                           '            with torch.no_grad():\n'
+                           "                val_loss = sum(model(*get_batch('val', B, T))[1].item() for _ in range(4)) / 4\n"
+                           "            print(f'step {len(losses)}: validation loss {val_loss:.3f}')\n"))),
     Variant('alt_train_keyword_batch_arguments', cell('train', ("xb, yb = get_batch('train', B, T)", "xb, yb = get_batch(split='train', B=B, T=T)"))),
     Variant('alt_train_zero_grad_first_adamw',
             cell('train', ('optimizer = torch.optim.Adam(', 'optimizer = torch.optim.AdamW('),

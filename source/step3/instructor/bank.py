@@ -22,6 +22,13 @@ LOSS = 'F.cross_entropy(logits.view(B * T, -1), targets.view(B * T))'
 
 HAND = {f: f'{f}_by_hand' for f in (LOOP, TRIL, SOFTMAX, RUNNING)}
 CAUSAL, ROWSUM = 'averages_are_causal', 'weights_rows_sum_to_one'
+METHOD = {LOOP: 'average_loop_loops_over_t', TRIL: 'average_tril_is_a_matrix_product',
+          SOFTMAX: 'average_softmax_is_a_masked_softmax', RUNNING: 'average_running_builds_no_square'}
+TRIL_BODY = f"""    tril = {TRIL_ONES}
+    {ROWS}  # (T,T), row t holds 1/(t+1) on columns 0..t
+    return wei @ x  # (T,T) @ (B,T,C) -> (B,T,C)"""
+SOFTMAX_RETURN = 'return wei @ x  # (T,T) @ (B,T,C) -> (B,T,C)'
+SDPA = '    return F.scaled_dot_product_attention(torch.zeros_like(x), torch.zeros_like(x), x, is_causal=True)'
 
 MUTANTS = [
     # the loop
@@ -60,6 +67,24 @@ MUTANTS = [
     Variant('running_counts_ignore_dtype', ((RUNNING, 'torch.arange(1, T + 1, dtype=x.dtype)[:, None]',
                                              'torch.arange(1, T + 1)[:, None].float()'),
                                             (RUNNING, CUMSUM, 'return (x.cumsum(dim=1) / counts).float()')), (HAND[RUNNING],)),
+    # the right numbers by another method than the task's (the course's own former alternative among them)
+    Variant('tril_by_cumsum', ((TRIL, TRIL_BODY, '    return x.cumsum(dim=1) / torch.arange(1, T + 1, dtype=x.dtype)[:, None]  # (B,T,C)'),),
+            (METHOD[TRIL],)),
+    Variant('tril_calls_the_loop', ((TRIL, 'return wei @ x', 'return average_loop(x)'),), (METHOD[TRIL],)),
+    Variant('tril_by_sdpa', ((TRIL, TRIL_BODY, SDPA),), (METHOD[TRIL],)),
+    Variant('softmax_calls_the_loop', ((SOFTMAX, SOFTMAX_RETURN, 'return average_loop(x)'),), (METHOD[SOFTMAX],)),
+    Variant('softmax_calls_tril', ((SOFTMAX, SOFTMAX_RETURN, 'return average_tril(x)'),), (METHOD[SOFTMAX],)),
+    Variant('softmax_by_sdpa', ((SOFTMAX, SOFTMAX_RETURN, SDPA.strip()),), (METHOD[SOFTMAX],)),
+    Variant('loop_calls_tril', ((LOOP, LOOP_BODY, '    return average_tril(x)\n'),), (METHOD[LOOP],)),
+    Variant('loop_by_cumsum', ((LOOP, LOOP_BODY, '    out = x.cumsum(dim=1) / torch.arange(1, T + 1, dtype=x.dtype)[:, None]\n'),),
+            (METHOD[LOOP],)),
+    Variant('loop_by_sdpa', ((LOOP, LOOP_BODY, SDPA + '\n'),), (METHOD[LOOP],)),
+    Variant('running_calls_tril', ((RUNNING, CUMSUM, 'return average_tril(x)'),), (METHOD[RUNNING],)),
+    Variant('running_calls_softmax', ((RUNNING, CUMSUM, 'return average_softmax(x)'),), (METHOD[RUNNING],)),
+    Variant('running_calls_the_loop', ((RUNNING, CUMSUM, 'return average_loop(x)'),), (METHOD[RUNNING],)),
+    Variant('running_loop_of_means', ((RUNNING, CUMSUM, 'return torch.stack([x[:, :t + 1].mean(dim=1) for t in range(T)], dim=1)'),),
+            (METHOD[RUNNING],)),
+    Variant('running_by_sdpa', ((RUNNING, CUMSUM, SDPA.strip()),), (METHOD[RUNNING],)),
     # the bag of words
     Variant('bow_sums_not_means', (('bow', MEAN, 'x = tok.cumsum(dim=1)'),), ('bow_averages_not_sums', 'bow_matches_reference')),
     Variant('bow_divides_by_T', (('bow', MEAN, 'x = tok.cumsum(dim=1) / T'),),
@@ -99,10 +124,22 @@ ALTERNATIVES = [
     for t in range(1, T):
         out[:, t] = out[:, t - 1] + (x[:, t] - out[:, t - 1]) / (t + 1)  # mean_t from mean_{t-1}
     return out'''),)),
-    Variant('alt_tril_by_cumsum', ((TRIL, f"""    tril = {TRIL_ONES}
-    {ROWS}  # (T,T), row t holds 1/(t+1) on columns 0..t
-    return wei @ x  # (T,T) @ (B,T,C) -> (B,T,C)""",
-                                    '    return x.cumsum(dim=1) / torch.arange(1, T + 1, dtype=x.dtype)[:, None]  # (B,T,C)'),)),
+    Variant('alt_loop_stacked_means', ((LOOP, LOOP_BODY, '    out = torch.stack([x[:, :t + 1].mean(dim=1) for t in range(T)], dim=1)  # (B,T,C)\n'),)),
+    Variant('alt_tril_weights_by_loop', ((TRIL, f"""    tril = {TRIL_ONES}
+    {ROWS}""", """    wei = torch.zeros(T, T, dtype=x.dtype)  # (T,T)
+    for t in range(T):
+        wei[t, :t + 1] = 1 / (t + 1)"""),)),
+    Variant('alt_tril_matmul_call', ((TRIL, 'return wei @ x', 'return torch.matmul(wei, x)'),)),
+    Variant('alt_softmax_tensor_method', ((SOFTMAX, ROW_SOFTMAX, 'wei = scores.softmax(dim=-1)'),)),
+    Variant('alt_softmax_batched_weights', ((SOFTMAX, SOFTMAX_RETURN, 'return wei.expand(B, T, T) @ x'),)),
+    Variant('alt_running_loop_sum', ((RUNNING, '''    counts = torch.arange(1, T + 1, dtype=x.dtype)[:, None]  # (T,1): t + 1 at row t
+    return x.cumsum(dim=1) / counts  # (B,T,C): the prefix sums S_t = S_{t-1} + x_t, each divided by t + 1''',
+                                       '''    out = torch.empty_like(x)  # (B,T,C)
+    s = torch.zeros_like(x[:, 0])  # (B,C)
+    for t in range(T):
+        s = s + x[:, t]
+        out[:, t] = s / (t + 1)
+    return out'''),)),
     Variant('alt_tril_rows_by_arange', ((TRIL, ROWS, 'wei = tril / torch.arange(1, T + 1, dtype=x.dtype)[:, None]'),)),
     Variant('alt_tril_einsum', ((TRIL, 'return wei @ x', "return torch.einsum('ts,bsc->btc', wei, x)"),)),
     Variant('alt_softmax_torch_where', ((SOFTMAX, MASK, "scores = torch.where(tril == 0, float('-inf'), scores)"),)),

@@ -11,7 +11,9 @@ import torch.nn.functional as F
 from course.claims import claim, expect_causal
 
 WAYS = ('average_loop', 'average_tril', 'average_softmax')
-RUNNING = 'average_running'  # the fourth way, O(TC): judged on the hand case and the cases only
+RUNNING = 'average_running'  # the fourth way, O(TC)
+METHOD_T = (24, 96)  # the two lengths at which the probe records each way's torch calls (B = 2, C = 3: T differs from both)
+MATMULS = ('matmul', '__matmul__', '__rmatmul__', 'bmm', 'mm', 'einsum', 'tensordot')  # a matrix product, however written
 CASES = [  # (B, T, C, dtype, tolerance), as in the hidden tests of the three *_by_hand cells
     (3, 7, 5, 'float32', 1e-6), (2, 1, 4, 'float32', 1e-6), (4, 16, 3, 'float32', 1e-6),
     (2, 9, 4, 'float64', 1e-12), (1, 33, 2, 'float64', 1e-12),
@@ -47,6 +49,8 @@ def make_inputs(seed=20263):
     x['pert2'][:, 5] = rng.standard_normal((2, 3)).astype('float32')
     for i, (b, t, c, dtype, _) in enumerate(CASES):
         x[f'case{i}'] = rng.standard_normal((b, t, c)).astype(dtype)
+    for T in METHOD_T:
+        x[f'method{T}'] = rng.standard_normal((2, T, 3)).astype('float32')
     x['bow_idx'] = rng.integers(0, V, (3, 7))
     x['bow_targets'] = rng.integers(0, V, (3, 7))
     x['bow_pert'] = rng.integers(0, V, (3, 8))
@@ -62,11 +66,46 @@ def make_inputs(seed=20263):
     return x
 
 
-def probe(nb, inp, run, *, WAYS, RUNNING, CASES, V, REF_SHAPES, N_EMBD):
-    """In the student's kernel: the three averages and BagOfWordsModel on the grader's inputs."""
+def probe(nb, inp, run, *, WAYS, RUNNING, CASES, V, REF_SHAPES, N_EMBD, METHOD_T, MATMULS):
+    """In the student's kernel: the three averages and BagOfWordsModel on the grader's inputs, and the torch calls each
+    average makes (its method)."""
+    import math
+
     import torch
+    from torch.overrides import TorchFunctionMode
 
     t = inp.tensor
+
+    class Calls(TorchFunctionMode):
+        """Every torch function and tensor method called inside the block: (name, argument shapes, result shape)."""
+
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            shapes = [tuple(a.shape) for a in (*args, *(kwargs or {}).values()) if isinstance(a, torch.Tensor)]
+            self.calls.append((str(getattr(func, '__name__', func)), shapes,
+                               tuple(out.shape) if isinstance(out, torch.Tensor) else None))
+            return out
+
+    def method(f, T):
+        x = t(f'method{T}')
+        with Calls() as rec:
+            f(x)
+        square = lambda shape: len(shape) >= 2 and shape[-2:] == (T, T)  # noqa: E731
+        calls = rec.calls
+        return {'calls': len(calls), 'work': sum(math.prod(out) for _, _, out in calls if out is not None),
+                'TxT': any(sum(d == T for d in s) >= 2 for _, shapes, out in calls for s in [*shapes, out or ()]),
+                'matmul_TxT': any(name in MATMULS and any(map(square, shapes)) for name, shapes, _ in calls),
+                'softmax_TxT': any(name == 'softmax' and any(map(square, shapes)) for name, shapes, _ in calls),
+                'prefix_sum': any(name.startswith('cum') for name, _, _ in calls),
+                'attention': any(name == 'scaled_dot_product_attention' for name, _, _ in calls)}
+
+    for fname in (*WAYS, RUNNING):
+        run(f'{fname}_method', lambda fname=fname: {f'{key}{T}': int(value) for T in METHOD_T
+                                                    for key, value in method(getattr(nb, fname), T).items()})
 
     def unchanged_call(f, name):
         x = t(name)
@@ -158,6 +197,50 @@ def average_softmax_by_hand(inp, rec):
 @claim
 def average_running_by_hand(inp, rec):
     by_hand(inp, rec, RUNNING)
+
+
+def method(rec, fname, key, T=METHOD_T[0]):
+    return rec.number(f'{fname}_method.{key}{T}')
+
+
+def forbidden(rec, fname, keys, T=METHOD_T[0]):
+    what = {'prefix_sum': 'a prefix sum (cumsum)', 'matmul_TxT': 'a product with a (T,T) matrix',
+            'softmax_TxT': 'a softmax of a (T,T) matrix', 'attention': 'F.scaled_dot_product_attention',
+            'TxT': 'a tensor with two axes of length T'}
+    used = [what[key] for key in keys if method(rec, fname, key, T)]
+    assert not used, f'{fname} used {", ".join(used)}, which its method excludes'
+
+
+@claim
+def average_loop_loops_over_t(inp, rec):
+    small, big = (method(rec, 'average_loop', 'calls', T) for T in METHOD_T)
+    assert big >= small + METHOD_T[1] - METHOD_T[0], (
+        f'average_loop made {small:.0f} torch calls at T = {METHOD_T[0]} and {big:.0f} at T = {METHOD_T[1]}: '
+        f'expected at least {METHOD_T[1] - METHOD_T[0]} more, one step per position; it does not loop over t')
+    forbidden(rec, 'average_loop', ('prefix_sum', 'matmul_TxT', 'attention'), METHOD_T[1])
+
+
+@claim
+def average_tril_is_a_matrix_product(inp, rec):
+    assert method(rec, 'average_tril', 'matmul_TxT'), 'average_tril made no matrix product with a (T,T) tensor'
+    forbidden(rec, 'average_tril', ('prefix_sum', 'softmax_TxT', 'attention'))
+
+
+@claim
+def average_softmax_is_a_masked_softmax(inp, rec):
+    assert method(rec, 'average_softmax', 'softmax_TxT'), 'average_softmax took no softmax of a (T,T) tensor'
+    assert method(rec, 'average_softmax', 'matmul_TxT'), 'average_softmax made no matrix product with the (T,T) weights'
+    forbidden(rec, 'average_softmax', ('prefix_sum', 'attention'))
+
+
+@claim
+def average_running_builds_no_square(inp, rec):
+    forbidden(rec, RUNNING, ('TxT', 'attention'), METHOD_T[1])
+    small, big = (method(rec, RUNNING, 'work', T) for T in METHOD_T)
+    ratio = big / max(small, 1)
+    assert ratio < 8, (f'average_running produced {ratio:.1f} times as many elements at T = {METHOD_T[1]} as at '
+                       f'T = {METHOD_T[0]} (allowed 8; O(TC) work gives about {METHOD_T[1] // METHOD_T[0]}): '
+                       'its work grows like T^2')
 
 
 @claim

@@ -28,7 +28,8 @@ HEAD_HINTS = ['the visible case', 'T < block_size: slice the mask to tril[:T, :T
 # (d, head_size, T, causal, input rank or None, rows of W_Q or W_K set to 0: ((map, first, stop), ...), expected rank S),
 # as in the score_rank test cells
 RANK_GENERIC = [(64, 8, 32, False, None, (), 8), (64, 16, 6, True, None, (), 6), (20, 3, 16, True, None, (), 3),
-                (64, 16, 6, False, None, (), 6), (12, 5, 9, True, None, (), 5)]
+                (64, 16, 6, False, None, (), 6), (12, 5, 9, True, None, (), 5),
+                (6, 16, 32, False, None, (), 6)]  # d < d_k: rank S <= min(d, d_k, T)
 RANK_DEFICIENT = [(64, 8, 32, False, 3, (), 3), (64, 8, 32, False, None, (('key', 2, 8),), 2),
                   (64, 8, 32, True, 4, (('query', 5, 8),), 4),
                   (64, 8, 32, True, None, (('query', 2, 8),), 2),  # W_Q alone of rank 2: rank k is 8

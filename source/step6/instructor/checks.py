@@ -128,18 +128,21 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CALLS, GEN_PROMPTS, N_DRAWS):
             def forward(self, idx, targets=None):
                 return echo_logits(idx, self.block_size), None
 
-        calls = []
+        calls, handed = [], []
 
         def recorder(logits, temperature=1.0, top_k=None, generator=None):  # a stand-in sampler: argmax, recorded
             calls.append((float(temperature), -1 if top_k is None else int(top_k)))
+            handed.append(logits.detach().clone())
             return logits.argmax(-1, keepdim=True)
 
         out = {}
         with nb.replaced(sample_next=recorder):
             for i, (n, args, kwargs) in enumerate(GEN_CALLS):
                 calls.clear()
+                handed.clear()
                 out[f'out{i}'] = nb.GPT.generate(Echo(), t('prompt')[:, :GEN_PROMPTS[i]], n, *args, **kwargs)
                 out[f'calls{i}'] = np.array(calls, dtype=float).reshape(-1, 2)
+                out[f'handed{i}'] = torch.stack(handed) if handed else torch.zeros(0)
         return out
     run('generate', generate)
 
@@ -187,10 +190,7 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CALLS, GEN_PROMPTS, N_DRAWS):
         return {'n': len(losses), 'last': float(losses[-1])}
     run('overfit', overfit)
 
-    generators = []
-
     def fake_batch(split, B, T, generator=None):  # estimate_loss is judged alone: a stand-in get_batch
-        generators.append(isinstance(generator, torch.Generator))
         lo, n = (0, 1000) if split == 'train' else (5000, 100)
         x = lo + torch.randint(n - T, (B,), generator=generator)[:, None] + torch.arange(T)
         return x, x + 1
@@ -209,8 +209,7 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CALLS, GEN_PROMPTS, N_DRAWS):
         nb.estimate_loss(spy2, eval_iters=2, B=2, T=4)
         return {'train': est['train'], 'val': est['val'], 'again_train': again['train'], 'again_val': again['val'],
                 'types_ok': all(isinstance(v, float) for v in est.values()) and set(est) == {'train', 'val'},
-                'calls': calls, 'restored': spy.training, 'kept_eval': not spy2.training, 'rng_kept': rng_kept,
-                'generators': all(generators) and bool(generators)}
+                'calls': calls, 'restored': spy.training, 'kept_eval': not spy2.training, 'rng_kept': rng_kept}
 
     def estimates_alone():
         with nb.replaced(get_batch=fake_batch):
@@ -408,7 +407,8 @@ def generated(inp, rec, i):
     prompt = inp.tensor('prompt')[:, :GEN_PROMPTS[i]]
     got, want = rec.tensor(f'generate.out{i}'), echo_by_hand(prompt, n)
     assert tuple(got.shape) == tuple(want.shape) and torch.equal(got[:, :prompt.shape[1]], prompt), (
-        f'generate(prompt {tuple(prompt.shape)}, {n}): expected {tuple(want.shape)} starting with the prompt, got {tuple(got.shape)}')
+        f'generate(prompt {tuple(prompt.shape)}, {n}): expected {tuple(want.shape)} starting with the prompt, '
+        f'got {tuple(got.shape)}')
     return got, want, rec.tensor(f'generate.calls{i}')
 
 
@@ -419,11 +419,22 @@ def gpt_generate_crops_context(inp, rec):
                                     'block_size characters at every step')
 
 
+def handed_logits(inp, rec, i, want):
+    """Each call of sample_next in call i of GEN_CALLS was handed the stand-in's logits at the last position."""
+    handed, start = rec.tensor(f'generate.handed{i}'), GEN_PROMPTS[i]
+    for j in range(GEN_CALLS[i][0]):
+        expected = echo_logits(want[:, :start + j][:, -8:], 8)[:, -1]
+        assert handed.dim() == 3 and j < handed.shape[0] and torch.equal(handed[j], expected), (
+            f'step {j}: sample_next was not handed the logits of the last position (B, V); not another position, '
+            'not probabilities')
+
+
 @claim
 def gpt_generate_reads_the_last_position(inp, rec):
     for i in (1, 0):
         got, want, calls = generated(inp, rec, i)
         assert calls.shape[0] == GEN_CALLS[i][0], f'{calls.shape[0]} calls of sample_next for {GEN_CALLS[i][0]} new tokens'
+        handed_logits(inp, rec, i, want)
         assert torch.equal(got, want), 'on a stand-in model, generate did not append the draw from the last position'
 
 
@@ -436,6 +447,7 @@ def gpt_generate_samples_with_sample_next(inp, rec):
         passed = {tuple(c) for c in calls.tolist()}
         assert passed == {want_args}, (f'sample_next received (temperature, top_k) = {sorted(passed)}, expected '
                                        f'{want_args} (-1: None); pass both on')
+        handed_logits(inp, rec, i, want)
         assert torch.equal(got, want), 'generate did not append what sample_next returned'
 
 
@@ -490,7 +502,6 @@ def estimate_loss_averages_fixed_held_out_batches(inp, rec):
     assert abs(est['val'] - c[4:8, 2].mean().item()) < 1e-9, 'not the mean'
     assert est['train'] < 1000 <= 5000 <= est['val'], 'a split was estimated on the other split'
     assert est['train'] == est['again_train'] and est['val'] == est['again_val'], 'not the same batches twice'
-    assert bool(rec.tensor('est.generators')), 'a batch was drawn without a torch.Generator; pass generator=g to get_batch'
     assert bool(rec.tensor('est.rng_kept')), ('estimate_loss changed the global random state (torch.manual_seed?): '
                                               'training would repeat its batches after every estimate')
 

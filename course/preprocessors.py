@@ -102,17 +102,21 @@ def unbound_names(source):
 
 
 def probe_cell(checks):
-    """The code of the cell AddProbe appends: course/probe.py (the runtime every step shares), the step's probe() and
+    """The code of the cell AddProbe appends: course/probe.py (the runtime every step shares), the step's helpers
+    (PROBE_HELPERS of checks.py: functions or classes the grader's claims use too, written once), its probe() and
     `main(probe, <the notebook's globals>)`, executed in a namespace of their own (nothing is defined among the notebook's
-    names). probe() runs in the kernel, apart from checks.py: it may use only its parameters, builtins and what it
-    imports."""
+    names). probe() and the helpers run in the kernel, apart from checks.py: they may use only their parameters, builtins,
+    what they import and each other."""
+    helpers = tuple(getattr(checks, 'PROBE_HELPERS', ()))
+    sources = [textwrap.dedent(inspect.getsource(h)) for h in helpers]
     step_probe = textwrap.dedent(inspect.getsource(checks.probe))
-    unbound = [n for n in unbound_names(step_probe) if n != checks.probe.__name__]
+    sent = {checks.probe.__name__, *(h.__name__ for h in helpers)}
+    unbound = [n for n in unbound_names('\n\n'.join([*sources, step_probe])) if n not in sent]
     if unbound:
-        raise ValueError(f'{checks.__file__}: probe() uses {", ".join(unbound)}, which the kernel does not have: '
-                         'import it inside probe(), reach the notebook\'s names as nb.<name>, or take a constant as a '
-                         'keyword-only parameter')
-    code = f'{inspect.getsource(probe_runtime)}\n\n{step_probe}\n\nmain({checks.probe.__name__}, NOTEBOOK)\n'
+        raise ValueError(f'{checks.__file__}: probe() or a helper of PROBE_HELPERS uses {", ".join(unbound)}, which the '
+                         'kernel does not have: import it inside the function, reach the notebook\'s names as nb.<name>, '
+                         'take a constant as a keyword-only parameter of probe(), or add the helper to PROBE_HELPERS')
+    code = '\n\n'.join([inspect.getsource(probe_runtime), *sources, step_probe, f'main({checks.probe.__name__}, NOTEBOOK)\n'])
     return ('# The grader\'s probe: it records what this notebook\'s code computes on the grader\'s inputs, to be checked '
             'elsewhere.\n'
             f'exec(compile({code!r}, "<grader probe>", "exec"), {{"__name__": "grader_probe", "NOTEBOOK": globals()}})\n')

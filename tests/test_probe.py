@@ -87,6 +87,26 @@ def test_a_probe_using_a_name_of_checks_py_is_refused_in_one_line(tmp_path):
     assert 'instructor/checks.py' in str(e.value) and 'LIMIT' in str(e.value) and '\n' not in str(e.value), e.value
 
 
+def test_helpers_are_sent_with_the_probe_and_checked_as_it_is(tmp_path, monkeypatch):
+    """A helper of PROBE_HELPERS (here one the grader's claims would use too) reaches the kernel with probe(), which
+    calls it; one that uses a name of checks.py is refused in one line, naming the name."""
+    checks = checks_file(tmp_path, (
+        "def make_inputs():\n    return {'x': np.arange(3.0)}\n\n\n"
+        'def double(t):\n    return 2 * t\n\n\n'
+        'PROBE_HELPERS = (double,)\n\n\n'
+        "def probe(nb, inp, run):\n    run('f', lambda: {'y': nb.f(double(inp.tensor('x')))})\n"))
+    write_inputs(tmp_path, checks)
+    record = run_cell(probe_cell(checks), tmp_path, monkeypatch, {'f': lambda t: t + 1})
+    assert np.array_equal(record['f.y'], [1.0, 3.0, 5.0]), record
+    (tmp_path / 'refused').mkdir()
+    checks = checks_file(tmp_path / 'refused', (
+        'LIMIT = 3\n\n\ndef clip(t):\n    return t.clamp(max=LIMIT)\n\n\nPROBE_HELPERS = (clip,)\n\n\n'
+        "def probe(nb, inp, run):\n    run('f', lambda: {'y': clip(nb.f())})\n"))
+    with pytest.raises(ValueError) as e:
+        probe_cell(checks)
+    assert 'instructor/checks.py' in str(e.value) and 'LIMIT' in str(e.value) and '\n' not in str(e.value), e.value
+
+
 def test_a_constant_that_is_not_json_is_refused_in_one_line(tmp_path):
     checks = checks_file(tmp_path, 'SHAPE = np.zeros(3)\n\n\ndef probe(nb, inp, run, *, SHAPE):\n    pass\n')
     with pytest.raises(ValueError) as e:

@@ -35,7 +35,7 @@ BEFORE, LEAKS = ('causal_softmax_masks_before',), ('softmax_then_zero_leaks',)
 KERNEL = 'return -((i[:, None] - i[None, :]) ** 2) / (2 * s**2)'
 INF, GAUSS = 'kernel_running_mean_at_infinite_bandwidth', 'kernel_gaussian_weights'
 
-RANK = 'return int(torch.linalg.matrix_rank(S))'
+RANK = 'return int(torch.linalg.matrix_rank(S, rtol=1e-5))'
 GENERIC, DEFICIENT = 'score_rank_generic_input', 'score_rank_rank_deficient'
 
 
@@ -200,7 +200,7 @@ MUTANTS = [
             (INF, GAUSS)),
 
     # score_rank
-    Variant('rank_of_A_not_S', rank(('matrix_rank(S)', 'matrix_rank(F.softmax(S, dim=-1))')), (GENERIC,)),
+    Variant('rank_of_A_not_S', rank(('matrix_rank(S, rtol=1e-5)', 'matrix_rank(F.softmax(S, dim=-1), rtol=1e-5)')), (GENERIC,)),
     Variant('rank_never_computed', rank((RANK, 'return min(head.key.out_features, x.shape[1])')), (DEFICIENT,)),
     Variant('rank_of_the_masked_scores', rank((RANK, 'return int(torch.linalg.matrix_rank(S * torch.tril(torch.ones_like(S))))')),
             (GENERIC,)),
@@ -214,6 +214,9 @@ MUTANTS = [
     Variant('rank_as_if_S_were_symmetric', rank((RANK, 'return int(torch.linalg.matrix_rank(S, hermitian=True))')),
             (GENERIC, DEFICIENT)),
     Variant('rank_returns_a_tensor', rank((RANK, 'return torch.linalg.matrix_rank(S)')), (GENERIC,)),
+    # the upcast the notebook uses elsewhere, with float64's default tolerance: float32's rounding noise in S counts
+    Variant('rank_of_upcast_scores_at_float64_tolerance', rank((RANK, 'return int(torch.linalg.matrix_rank(S.double()))')),
+            (GENERIC, DEFICIENT)),
     Variant('rank_uses_the_value_map', rank(('q, k = head.query(x)[0], head.key(x)[0]', 'q, k = head.query(x)[0], head.value(x)[0]')),
             (DEFICIENT,)),
 ]
@@ -267,6 +270,10 @@ ALTERNATIVES = [
     # score_rank
     Variant('alt_rank_by_singular_values', rank((RANK, 'sv = torch.linalg.svdvals(S)\n'
                                                        '    return int((sv > sv[0] * 1e-5).sum())'))),
+    Variant('alt_rank_float32_default_tolerance', rank((RANK, 'return int(torch.linalg.matrix_rank(S))'))),
+    Variant('alt_rank_upcast_with_stated_rtol', rank((RANK, 'return int(torch.linalg.matrix_rank(S.double(), rtol=1e-4))'))),
+    Variant('alt_rank_of_float64_factors', rank(('S = q @ k.T / k.shape[-1] ** 0.5', 'S = q.double() @ k.double().T / k.shape[-1] ** 0.5'),
+                                                (RANK, 'return int(torch.linalg.matrix_rank(S))'))),
     Variant('alt_rank_unscaled_with_item', rank(('S = q @ k.T / k.shape[-1] ** 0.5', 'S = q @ k.T  # the scale does not change the rank'),
                                                 (RANK, 'return torch.linalg.matrix_rank(S).item()'))),
 ]

@@ -28,7 +28,8 @@ HEAD_HINTS = ['the visible case', 'T < block_size: slice the mask to tril[:T, :T
 # (d, head_size, T, causal, input rank or None, rows of W_Q or W_K set to 0: ((map, first, stop), ...), expected rank S),
 # as in the score_rank test cells
 RANK_GENERIC = [(64, 8, 32, False, None, (), 8), (64, 16, 6, True, None, (), 6), (20, 3, 16, True, None, (), 3),
-                (64, 16, 6, False, None, (), 6), (12, 5, 9, True, None, (), 5)]
+                (64, 16, 6, False, None, (), 6), (12, 5, 9, True, None, (), 5),
+                (6, 16, 32, False, None, (), 6)]  # d < d_k: rank S <= min(d, d_k, T)
 RANK_DEFICIENT = [(64, 8, 32, False, 3, (), 3), (64, 8, 32, False, None, (('key', 2, 8),), 2),
                   (64, 8, 32, True, 4, (('query', 5, 8),), 4),
                   (64, 8, 32, True, None, (('query', 2, 8),), 2),  # W_Q alone of rank 2: rank k is 8
@@ -56,6 +57,8 @@ def make_inputs(seed=20260):
     x['tok'] = rng.standard_normal((65, D)).astype('float32')
     x['idx'] = rng.integers(0, 65, (1, T))
     c = 2 * math.log(3)
+    r = math.sqrt(c)  # the hand-worked case of head_matches_sdpa_reference: rows 0, r e_1, r e_2 with q = k = v = x
+    x['hand.x'] = np.array([[[0, 0, 0, 0], [r, 0, 0, 0], [0, r, 0, 0]]], dtype='float32')
     x['stats.small.q'] = np.array([[[1, 0, 0, 0], [1, 0, 0, 0]]], dtype='float32')  # the hand-worked case of the test cell
     x['stats.small.k'] = np.array([[[c, 0, 0, 0], [0, 1, 0, 0]]], dtype='float32')
     x['stats.t3.q'] = (1.5 * rng.standard_normal((4, 3, 4))).astype('float32')  # T = 3: the norms of J differ
@@ -94,6 +97,14 @@ def probe(nb, inp, run, *, HEAD_CASES, D, HS, T, RANK_GENERIC, RANK_DEFICIENT, S
                 'A_requires_grad': bool(A.requires_grad or A.grad_fn is not None)}
     for i in range(len(HEAD_CASES)):
         run(f'head{i}', lambda i=i: head_case(i))
+
+    def hand():
+        h = nb.Head(4, 4, 3)
+        with torch.no_grad():
+            for name in ('query', 'key', 'value'):
+                getattr(h, name).weight.copy_(torch.eye(4))
+            return {'out': h(t('hand.x'))}
+    run('hand', hand)
 
     def perturbed():
         torch.manual_seed(100)
@@ -213,6 +224,11 @@ def sdpa(rec, i):
 
 @claim
 def head_matches_sdpa_reference(inp, rec):
+    x = inp.tensor('hand.x')[0]  # the hand-worked case: weights (1/4, 3/4) in row 1, (1/5, 1/5, 3/5) in row 2
+    want = torch.stack([torch.zeros(4), 0.75 * x[1], (x[1] + 3 * x[2]) / 5])[None]
+    got = rec.tensor('hand.out')
+    assert tuple(got.shape) == (1, 3, 4) and (got - want).abs().max() < 1e-5, (
+        'the hand-worked case (W_Q = W_K = W_V = I) is wrong; mask j > i with -inf, divide by sqrt(head_size), return A @ v')
     for i, case in enumerate(HEAD_CASES):
         out, ref = rec.tensor(f'head{i}.out'), sdpa(rec, i)
         assert out.shape == ref.shape, (f'case {i} ({HEAD_HINTS[i]}): expected an output of shape {tuple(ref.shape)}, '

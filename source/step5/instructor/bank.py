@@ -53,7 +53,7 @@ MUTANTS = [
             ('mha_has_h_bias_free_heads_and_projection',)),
     Variant('one_head_repeated', mha(('nn.ModuleList([Head(d, d // n_head, block_size) for _ in range(n_head)])',
                                       'nn.ModuleList([Head(d, d // n_head, block_size)] * n_head)')),
-            ('mha_has_h_bias_free_heads_and_projection', 'ranks_low_per_head_full_for_the_layer')),
+            TORCH_MHA + ('mha_has_h_bias_free_heads_and_projection', 'ranks_low_per_head_full_for_the_layer')),
     Variant('heads_kept_in_a_plain_list', mha(('nn.ModuleList([Head(d, d // n_head, block_size) for _ in range(n_head)])',
                                                '[Head(d, d // n_head, block_size) for _ in range(n_head)]')),
             TORCH_MHA + ('mha_has_h_bias_free_heads_and_projection',)),
@@ -79,6 +79,13 @@ MUTANTS = [
     Variant('layernorm_over_positions', ln(('mean = x.mean(dim=-1, keepdim=True)', 'mean = x.mean(dim=-2, keepdim=True)'),
                                            (VAR, 'var = x.var(dim=-2, keepdim=True, unbiased=False)')),
             LN_REF + ('layernorm_shift_invariant', 'layernorm_scale_invariant') + CAUSAL),
+    # right at initialisation and in the forward pass, wrong once the parameters move or in the gradients
+    Variant('layernorm_parameters_as_buffers', ln(('self.weight = nn.Parameter(torch.ones(d))  # (d,)\n        self.bias = nn.Parameter(torch.zeros(d))',
+                                                   "self.register_buffer('weight', torch.ones(d))  # (d,)\n        self.register_buffer('bias', torch.zeros(d))")),
+            LN_REF),
+    Variant('layernorm_statistics_detached', ln((VAR, 'var = x.var(dim=-1, keepdim=True, unbiased=False).detach()')), LN_REF),
+    Variant('layernorm_parameters_through_data', ln((NORMALISE, 'return (x - mean) / torch.sqrt(var + self.eps) * self.weight.data + self.bias.data')),
+            LN_REF),
     Variant('layernorm_eps_hard_coded', ln(('torch.sqrt(var + self.eps)', 'torch.sqrt(var + 1e-5)')), LN_REF),
     Variant('layernorm_no_centering', ln(('return (x - mean) /', 'return x /')), LN_REF + ('layernorm_shift_invariant',)),
     Variant('layernorm_gain_and_shift_swapped', ln(('self.weight = nn.Parameter(torch.ones(d))', 'self.weight = nn.Parameter(torch.zeros(d))'),
@@ -168,6 +175,10 @@ MUTANTS = [
     Variant('rank_head_maps_assumed_full', (('rank_report', "'head_maps': [int(torch.linalg.matrix_rank(m)) for m in maps]",
                                              "'head_maps': [m.shape[0] // len(maps) for m in maps]"),),
             ('ranks_low_per_head_full_for_the_layer',)),
+    # the upcast used elsewhere in the series, with float64's default tolerance: float32's rounding noise counts as rank
+    Variant('rank_of_upcast_maps_at_float64_tolerance', (('rank_report', 'matrix_rank(sum(maps))', 'matrix_rank(sum(maps).double())'),
+                                                         ('rank_report', 'matrix_rank(m))', 'matrix_rank(m.double()))')),
+            ('ranks_low_per_head_full_for_the_layer',)),
     Variant('rank_head_maps_without_output_slice', (('rank_report', 'W_O[i * hs:(i + 1) * hs]', 'W_O[:hs]'),),
             ('ranks_low_per_head_full_for_the_layer',)),
 ]
@@ -217,6 +228,10 @@ ALTERNATIVES = [
                                                     '        self.out = nn.Linear(4 * d, d)'),
                                                    ('feedforward', 'return self.net(x)', 'return self.out(self.act(self.fc(x)))'))),
     Variant('alt_block_parts_made_in_another_order', block((BLOCK_INIT, BLOCK_INIT_REORDERED))),
+    Variant('alt_rank_upcast_with_stated_rtol', (('rank_report', 'matrix_rank(q @ k.T / hs**0.5)', 'matrix_rank((q @ k.T / hs**0.5).double(), rtol=1e-4)'),
+                                                 ('rank_report', 'matrix_rank(sum(maps))', 'matrix_rank(sum(maps).double(), rtol=1e-4)'),
+                                                 ('rank_report', 'matrix_rank(m))', 'matrix_rank(m.double(), rtol=1e-4))'))),
+    Variant('alt_layernorm_affine_by_addcmul', ln((NORMALISE, 'return torch.addcmul(self.bias, (x - mean) / torch.sqrt(var + self.eps), self.weight)'))),
     Variant('alt_rank_by_singular_values', (('rank_report', """        return {'scores': scores, 'head_maps': [int(torch.linalg.matrix_rank(m)) for m in maps],
                 'layer_map': int(torch.linalg.matrix_rank(sum(maps)))}""", """        def rank(M):
             sv = torch.linalg.svdvals(M)

@@ -39,10 +39,13 @@ def make_inputs(seed=20261):
     x = {}
     for i, (d, _, _, t, b, dtype, _) in enumerate(MHA_CASES):
         x[f'mha{i}.x'] = rng.standard_normal((b, t, d)).astype(dtype)
+        x[f'mha{i}.W_qkv'] = (0.3 * rng.standard_normal((3 * d, d))).astype(dtype)  # loaded into the heads one by one:
+        x[f'mha{i}.W_o'] = (0.3 * rng.standard_normal((d, d))).astype(dtype)  # one Head repeated keeps only the last block
     for i, (d, lead, scale, offset, _, _) in enumerate(LN_CASES):
         x[f'ln{i}.x'] = (scale * rng.standard_normal((*lead, d)) + offset).astype('float32')
         x[f'ln{i}.w'] = (1 + 0.5 * rng.standard_normal(d)).astype('float32')
         x[f'ln{i}.b'] = (0.5 * rng.standard_normal(d)).astype('float32')
+    x['ln.g'] = rng.standard_normal((B, T, D)).astype('float32')  # the gradient at LayerNorm's output
     x['ln.shift'] = (5 * rng.standard_normal((B, T, 1))).astype('float32')
     x['ln.scale'] = np.exp(2 * rng.random((B, T, 1))).astype('float32')
     for dd in FF_DIMS:
@@ -91,10 +94,15 @@ def probe(nb, inp, run, *, MHA_CASES, LN_CASES, FF_DIMS, D, H, T, DEEP, BLOCK_SI
         def mha_case(i=i, d=d, h=h, t_max=t_max, dtype=dtype):
             torch.manual_seed(200 + i)
             m = nb.MultiHeadAttention(d, h, t_max).to(getattr(torch, dtype))
+            W_q, W_k, W_v = t(f'mha{i}.W_qkv').chunk(3)
             with torch.no_grad():
+                for j, head in enumerate(m.heads):  # the grader's weights, head by head, as the test cell loads them
+                    hs = head.key.out_features
+                    for name, W in (('query', W_q), ('key', W_k), ('value', W_v)):
+                        getattr(head, name).weight.copy_(W[j * hs:(j + 1) * hs])
+                m.proj.weight.copy_(t(f'mha{i}.W_o'))
                 out = m(t(f'mha{i}.x'))
-            W_qkv, W_o = heads_weights(m)
-            return {'out': out, 'W_qkv': W_qkv, 'W_o': W_o}
+            return {'out': out, 'distinct': len({id(head) for head in m.heads}) == len(m.heads)}
         run(f'mha{i}', mha_case)
 
         def batched_case(i=i, d=d, h=h, t_max=t_max, dtype=dtype):
@@ -135,6 +143,11 @@ def probe(nb, inp, run, *, MHA_CASES, LN_CASES, FF_DIMS, D, H, T, DEEP, BLOCK_SI
                 rec_['out'] = ln(x)
                 if i == 0:
                     rec_ |= {'shifted': ln(x + t('ln.shift')), 'scaled': ln(x * t('ln.scale'))}
+            if i == 0:  # the parameters, and the gradients the trained model will follow
+                rec_['params'] = ','.join(f'{n}{tuple(p.shape)}' for n, p in sorted(ln.named_parameters()))
+                xg = x.clone().requires_grad_(True)
+                (ln(xg) * t('ln.g')).sum().backward()
+                rec_ |= {'grad_x': xg.grad, 'grad_w': ln.weight.grad, 'grad_b': ln.bias.grad}
             return rec_
         run(f'ln{i}', ln_case)
 
@@ -255,9 +268,14 @@ def torch_mha(xx, W_qkv, W_o, n_head):
 
 def matches_torch(inp, rec, kind):
     for i, (_, h, _, _, _, _, tol) in enumerate(MHA_CASES):
-        ref = torch_mha(inp.tensor(f'mha{i}.x'), rec.tensor(f'{kind}{i}.W_qkv'), rec.tensor(f'{kind}{i}.W_o'), h)
-        gap = relative_gap(rec.tensor(f'{kind}{i}.out'), ref)
-        assert gap < tol, f'case {i}: relative difference {gap:.3g} from nn.MultiheadAttention'
+        if kind == 'mha':  # MultiHeadAttention runs on the grader's weights, loaded into its heads one by one
+            W_qkv, W_o = inp.tensor(f'mha{i}.W_qkv'), inp.tensor(f'mha{i}.W_o')
+        else:
+            W_qkv, W_o = rec.tensor(f'{kind}{i}.W_qkv'), rec.tensor(f'{kind}{i}.W_o')
+        gap = relative_gap(rec.tensor(f'{kind}{i}.out'), torch_mha(inp.tensor(f'mha{i}.x'), W_qkv, W_o, h))
+        shared = kind == 'mha' and not bool(rec.tensor(f'mha{i}.distinct'))
+        assert gap < tol, (f'case {i}: relative difference {gap:.3g} from nn.MultiheadAttention'
+                           + ('; the heads are one Head repeated: make n_head distinct Heads' if shared else ''))
 
 
 @claim
@@ -300,8 +318,16 @@ def layernorm_matches_torch(inp, rec):
         assert relative_gap(rec.tensor(f'ln{i}.out'), ref) < tol, f'case {i}: LayerNorm differs from F.layer_norm'
         assert relative_gap(rec.tensor(f'ln{i}.out0'), ln_ref(inp, i)) < tol, (
             f'case {i}: a fresh LayerNorm differs from F.layer_norm')
-        assert torch.equal(rec.tensor(f'ln{i}.fresh_w'), torch.ones(d))
-        assert torch.equal(rec.tensor(f'ln{i}.fresh_b'), torch.zeros(d))
+        assert torch.equal(rec.tensor(f'ln{i}.fresh_w'), torch.ones(d)), f'case {i}: a fresh weight is not ones'
+        assert torch.equal(rec.tensor(f'ln{i}.fresh_b'), torch.zeros(d)), f'case {i}: a fresh bias is not zeros'
+    params = rec.text('ln0.params')
+    assert params == f'bias({D},),weight({D},)', f'LayerNorm({D}) has the parameters {params}, expected weight and bias ({D},)'
+    xg = inp.tensor('ln0.x').requires_grad_(True)
+    w, b = (inp.tensor(f'ln0.{k}').requires_grad_(True) for k in 'wb')
+    (F.layer_norm(xg, (D,), w, b, LN_CASES[0][4]) * inp.tensor('ln.g')).sum().backward()
+    for what, key, want in (('the input', 'grad_x', xg.grad), ('weight', 'grad_w', w.grad), ('bias', 'grad_b', b.grad)):
+        assert relative_gap(rec.tensor(f'ln0.{key}'), want) < 1e-4, (
+            f'the gradient with respect to {what} differs from F.layer_norm\'s; keep the mean and variance in the graph')
 
 
 def ln_invariance(rec, which):

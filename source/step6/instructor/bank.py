@@ -82,6 +82,7 @@ MUTANTS = [
     Variant('positions_of_the_whole_table', cell('gpt', (POS, 'pos = self.position_embedding_table.weight  # (block_size,d)')),
             ('gpt_shapes_and_modules',)),
     Variant('no_final_layernorm', cell('gpt', (HEAD, 'logits = self.lm_head(x)')), GPT_REF),
+    Variant('final_layernorm_without_its_parameters', cell('gpt', (HEAD, 'logits = self.lm_head(F.layer_norm(x, x.shape[-1:]))')), GPT_REF),
     Variant('blocks_not_chained', cell('gpt', ('x = self.blocks(x)', 'for block in self.blocks:\n            out = block(x)\n        x = out')),
             GPT_REF),
     Variant('lm_head_with_a_bias', cell('gpt', (LM_HEAD, 'self.lm_head = nn.Linear(in_features=d, out_features=V)')),
@@ -124,7 +125,7 @@ MUTANTS = [
             cell('gpt', (NEXT, 'idx_next = torch.multinomial(F.softmax(logits[:, -1, :], dim=-1) / temperature, 1)')),
             ('gpt_generate_samples_with_sample_next',)),
     Variant('generate_drops_temperature_and_top_k', cell('gpt', (NEXT, 'idx_next = sample_next(logits[:, -1, :])')),
-            GREEDY + ('gpt_generate_samples_with_sample_next',)),
+            ('gpt_generate_samples_with_sample_next',)),
     Variant('generate_passes_top_k_as_temperature', cell('gpt', (NEXT, 'idx_next = sample_next(logits[:, -1, :], top_k, temperature)')),
             ('gpt_generate_samples_with_sample_next',)),
     # train_step: judged on Step 2's bigram model, so GPT bugs cannot reach it
@@ -157,6 +158,11 @@ MUTANTS = [
     Variant('one_generator_for_both_splits',
             cell('estimate_loss', ("        for split in ('train', 'val'):\n            g = torch.Generator().manual_seed(seed)\n",
                                    "        g = torch.Generator().manual_seed(seed)\n        for split in ('train', 'val'):\n")),
+            ('estimate_loss_averages_fixed_held_out_batches',)),
+    # the same batches every time, by resetting the global seed: in train_gpt, training then replays its batches
+    Variant('estimate_resets_the_global_seed',
+            cell('estimate_loss', ('            g = torch.Generator().manual_seed(seed)\n', '            torch.manual_seed(seed)\n'),
+                 ('get_batch(split, B, T, generator=g)', 'get_batch(split, B, T)')),
             ('estimate_loss_averages_fixed_held_out_batches',)),
     Variant('estimate_keeps_the_last_batch_only', cell('estimate_loss', (MEAN, 'out[split] = losses[-1]')),
             ('estimate_loss_averages_fixed_held_out_batches',)),
@@ -200,6 +206,11 @@ ALTERNATIVES = [
     Variant('alt_zero_grad_after_the_step',
             cell('train_step', (STEP_BODY, '    _, loss = model(x, y)\n    loss.backward()\n    optimizer.step()\n'
                                            '    optimizer.zero_grad()\n    return loss.item()'))),
+    Variant('alt_estimate_under_a_forked_rng',  # the global seed reset inside fork_rng, which restores the state after
+            cell('estimate_loss', ('            g = torch.Generator().manual_seed(seed)\n            losses = [model(*get_batch(split, B, T, generator=g))[1].item() for _ in range(eval_iters)]\n',
+                                   '            with torch.random.fork_rng():\n                torch.manual_seed(seed)\n'
+                                   '                losses = [model(*get_batch(split, B, T))[1].item() for _ in range(eval_iters)]\n'))),
+    Variant('alt_generate_cat_of_sampled_ids', cell('gpt', ('idx = torch.cat([idx, idx_next], dim=1)', 'idx = torch.cat((idx, idx_next), -1)'))),
     Variant('alt_inference_mode', cell('estimate_loss', ('with torch.no_grad():', 'with torch.inference_mode():'))),
     Variant('alt_estimate_by_tensor_mean', cell('estimate_loss', (MEAN, 'out[split] = torch.tensor(losses, dtype=torch.float64).mean().item()'))),
     Variant('alt_offset_by_diagonal',

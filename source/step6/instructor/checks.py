@@ -18,7 +18,10 @@ STEP = Path(__file__).resolve().parent.parent  # source/step6
 ROOT = STEP.parent.parent
 V = 65
 SAMPLE_CASES = [(1.0, None), (0.6, None), (2.5, None), (1.0, 3), (1.3, 4)]  # (temperature, top_k)
-GEN_CASES = [(1.0, None), (0.7, None), (1.5, 5)]  # (temperature, top_k) of the seeded generate
+# generate's calls on the stand-in model: (new tokens, positional arguments, keyword arguments), on the first
+# GEN_PROMPTS[i] characters of the prompt: past block_size, greedy defaults, temperature and top_k in either form
+GEN_CALLS = [(20, (), {}), (1, (), {}), (12, (), {'temperature': 0.7, 'top_k': 5}), (4, (0.5, 3), {})]
+GEN_PROMPTS = [5, 5, 4, 1]
 N_DRAWS = 40_000
 
 
@@ -48,7 +51,7 @@ def make_inputs(seed=20266):
     return x
 
 
-def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CASES, N_DRAWS):
+def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CALLS, GEN_PROMPTS, N_DRAWS):
     """In the student's kernel: get_batch, sample_next, GPT and its training functions on the grader's inputs, and the
     trained model of the notebook."""
     import numpy as np
@@ -93,7 +96,10 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CASES, N_DRAWS):
     def model():
         torch.manual_seed(301)
         m = nb.GPT(65, 8, 32, 4, 2)
+        g = torch.Generator().manual_seed(304)
         with torch.no_grad():
+            for p in m.parameters():  # away from the initialisation: LayerNorm gains not 1, shifts and biases not 0
+                p.add_(0.05 * torch.randn(p.shape, generator=g))
             logits, loss = m(t('gpt.idx'), t('gpt.targets'))
             nologits, noloss = m(t('gpt.idx')[:2, :3])
             pert = m(t('gpt.idx2'))[0]
@@ -115,43 +121,28 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CASES, N_DRAWS):
         return {'logits': logits, 'loss': loss}
     run('gptnc', sliced)
 
-    def ref_logits(sd, idx, n_head):  # the same code as checks.ref_logits, so that the grader redoes generate bit for bit
-        T = idx.shape[1]
-        x = sd['token_embedding_table.weight'][idx] + sd['position_embedding_table.weight'][:T]
-        d = x.shape[-1]
-
-        def ln(x, p):
-            return F.layer_norm(x, (d,), sd[p + '.weight'], sd[p + '.bias'], 1e-5)
-
-        for layer in sorted({int(k.split('.')[1]) for k in sd if k.startswith('blocks.')}):
-            p = f'blocks.{layer}.'
-            h = ln(x, p + 'ln1')
-            qkv = [[h @ sd[f'{p}attn.heads.{i}.{m}.weight'].T for m in ('query', 'key', 'value')] for i in range(n_head)]
-            heads = [F.scaled_dot_product_attention(*q_k_v, is_causal=True) for q_k_v in qkv]
-            x = x + torch.cat(heads, -1) @ sd[p + 'attn.proj.weight'].T
-            h = F.gelu(F.linear(ln(x, p + 'ln2'), sd[p + 'ffwd.net.0.weight'], sd[p + 'ffwd.net.0.bias']))
-            x = x + F.linear(h, sd[p + 'ffwd.net.2.weight'], sd[p + 'ffwd.net.2.bias'])
-        return ln(x, 'ln_f') @ sd['lm_head.weight'].T
-
-    def ref_sample(logits, temperature=1.0, top_k=None, generator=None):
-        logits = logits / temperature
-        if top_k is not None:
-            kth = torch.topk(logits, min(top_k, logits.shape[-1])).values[:, [-1]]
-            logits = logits.masked_fill(logits < kth, float('-inf'))
-        return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1, generator=generator)
-
     def generate():
-        torch.manual_seed(301)
-        m = nb.GPT(65, 8, 32, 4, 2)
-        sd = {k: v.detach().clone() for k, v in m.state_dict().items()}
-        m.forward = lambda idx, targets=None: (ref_logits(sd, idx, 4), None)  # generate is judged alone: a reference forward
-        out = {f'sd.{k}': v for k, v in sd.items()}
-        with nb.replaced(sample_next=ref_sample):  # ... and a reference sampler
-            torch.manual_seed(302)
-            out['greedy'] = m.generate(t('prompt'), 20, top_k=1)
-            for i, (tau, k) in enumerate(GEN_CASES):
-                torch.manual_seed(310 + i)
-                out[f'sampled{i}'] = m.generate(t('prompt'), 12, temperature=tau, top_k=k)
+        class Echo(torch.nn.Module):  # a stand-in model: generate is judged alone, not the student's forward
+            block_size = 8
+
+            def forward(self, idx, targets=None):
+                return echo_logits(idx, self.block_size), None
+
+        calls, handed = [], []
+
+        def recorder(logits, temperature=1.0, top_k=None, generator=None):  # a stand-in sampler: argmax, recorded
+            calls.append((float(temperature), -1 if top_k is None else int(top_k)))
+            handed.append(logits.detach().clone())
+            return logits.argmax(-1, keepdim=True)
+
+        out = {}
+        with nb.replaced(sample_next=recorder):
+            for i, (n, args, kwargs) in enumerate(GEN_CALLS):
+                calls.clear()
+                handed.clear()
+                out[f'out{i}'] = nb.GPT.generate(Echo(), t('prompt')[:, :GEN_PROMPTS[i]], n, *args, **kwargs)
+                out[f'calls{i}'] = np.array(calls, dtype=float).reshape(-1, 2)
+                out[f'handed{i}'] = torch.stack(handed) if handed else torch.zeros(0)
         return out
     run('generate', generate)
 
@@ -207,15 +198,18 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CASES, N_DRAWS):
     def estimates():
         spy = nb.Spy()
         spy.train()
+        torch.manual_seed(305)
+        state = torch.get_rng_state()
         est = nb.estimate_loss(spy, eval_iters=4, B=3, T=5)
         again = nb.estimate_loss(spy, eval_iters=4, B=3, T=5)
+        rng_kept = torch.equal(state, torch.get_rng_state())
         calls = np.array(spy.calls, dtype=float)
         spy2 = nb.Spy()
         spy2.eval()
         nb.estimate_loss(spy2, eval_iters=2, B=2, T=4)
         return {'train': est['train'], 'val': est['val'], 'again_train': again['train'], 'again_val': again['val'],
                 'types_ok': all(isinstance(v, float) for v in est.values()) and set(est) == {'train', 'val'},
-                'calls': calls, 'restored': spy.training, 'kept_eval': not spy2.training}
+                'calls': calls, 'restored': spy.training, 'kept_eval': not spy2.training, 'rng_kept': rng_kept}
 
     def estimates_alone():
         with nb.replaced(get_batch=fake_batch):
@@ -261,22 +255,28 @@ def ref_logits(sd, idx, n_head):
     return ln(x, 'ln_f') @ sd['lm_head.weight'].T
 
 
-def ref_sample(logits, temperature=1.0, top_k=None):
-    logits = logits / temperature
-    if top_k is not None:
-        kth = torch.topk(logits, min(top_k, logits.shape[-1])).values[:, [-1]]
-        logits = logits.masked_fill(logits < kth, float('-inf'))
-    return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1)
+def echo_logits(idx, block_size):
+    """The stand-in model of the generate checks (the notebook's Echo): at position t of an input of T tokens, small
+    distinct logits and a peak at (idx[:, 0] + T + 3 t) mod 65; a context longer than block_size is refused. Sent to the
+    kernel with probe() (PROBE_HELPERS), and used here to replay what generate should have done."""
+    import torch
+
+    B, T = idx.shape
+    if T > block_size:
+        raise IndexError(f'the model was given a context of {T} tokens, more than its block_size = {block_size}')
+    peak = (idx[:, :1] + T + 3 * torch.arange(T)) % 65  # (B,T)
+    return torch.linspace(-1, 1, 65).repeat(B, T, 1).scatter(-1, peak[..., None], 5.0)  # (B,T,65)
 
 
-def ref_generate(sd, prompt, n, seed, temperature=1.0, top_k=None, block_size=8, n_head=4):
-    """What generate should return under torch.manual_seed(seed): n steps of the reference sampler on the reference
-    logits of the last position, the last block_size characters kept."""
-    torch.manual_seed(seed)
+PROBE_HELPERS = (echo_logits,)
+
+
+def echo_by_hand(prompt, n, block_size=8):
+    """What generate returns on the stand-in model with an argmax sampler: n steps, each reading the last position of
+    the last block_size characters."""
     seq = prompt.clone()
-    with torch.no_grad():
-        for _ in range(n):
-            seq = torch.cat([seq, ref_sample(ref_logits(sd, seq[:, -block_size:], n_head)[:, -1], temperature, top_k)], 1)
+    for _ in range(n):
+        seq = torch.cat([seq, echo_logits(seq[:, -block_size:], block_size)[:, -1].argmax(-1, keepdim=True)], 1)
     return seq
 
 
@@ -401,34 +401,54 @@ def gpt_uses_positions(inp, rec):
     assert (same - same[0]).abs().max() > 1e-4, 'identical tokens give identical logits at every position'
 
 
-def greedy_matches(inp, rec):
-    got, prompt = rec.tensor('generate.greedy'), inp.tensor('prompt')
-    assert tuple(got.shape) == (2, 25) and torch.equal(got[:, :5], prompt), 'generate shape, or the prompt is not kept'
-    return got, ref_generate(state(rec, 'generate.sd.'), prompt, 20, 302, top_k=1)
+def generated(inp, rec, i):
+    """generate's output in call i of GEN_CALLS, checked against the replay; and the (temperature, top_k) it passed on."""
+    n, args, kwargs = GEN_CALLS[i]
+    prompt = inp.tensor('prompt')[:, :GEN_PROMPTS[i]]
+    got, want = rec.tensor(f'generate.out{i}'), echo_by_hand(prompt, n)
+    assert tuple(got.shape) == tuple(want.shape) and torch.equal(got[:, :prompt.shape[1]], prompt), (
+        f'generate(prompt {tuple(prompt.shape)}, {n}): expected {tuple(want.shape)} starting with the prompt, '
+        f'got {tuple(got.shape)}')
+    return got, want, rec.tensor(f'generate.calls{i}')
 
 
 @claim
 def gpt_generate_crops_context(inp, rec):
-    got, want = greedy_matches(inp, rec)
-    assert torch.equal(got, want), 'greedy generate differs from the reference, which keeps the last block_size characters'
+    got, want, _ = generated(inp, rec, 0)
+    assert torch.equal(got, want), ('on a stand-in model, generate differs from the replay, which gives the model the last '
+                                    'block_size characters at every step')
+
+
+def handed_logits(inp, rec, i, want):
+    """Each call of sample_next in call i of GEN_CALLS was handed the stand-in's logits at the last position."""
+    handed, start = rec.tensor(f'generate.handed{i}'), GEN_PROMPTS[i]
+    for j in range(GEN_CALLS[i][0]):
+        expected = echo_logits(want[:, :start + j][:, -8:], 8)[:, -1]
+        assert handed.dim() == 3 and j < handed.shape[0] and torch.equal(handed[j], expected), (
+            f'step {j}: sample_next was not handed the logits of the last position (B, V); not another position, '
+            'not probabilities')
 
 
 @claim
 def gpt_generate_reads_the_last_position(inp, rec):
-    got, want = greedy_matches(inp, rec)
-    assert torch.equal(got[:, :6], want[:, :6]), 'the first new character is not the argmax of the last position'
-    assert torch.equal(got, want), 'greedy generate differs from the reference'
+    for i in (1, 0):
+        got, want, calls = generated(inp, rec, i)
+        assert calls.shape[0] == GEN_CALLS[i][0], f'{calls.shape[0]} calls of sample_next for {GEN_CALLS[i][0]} new tokens'
+        handed_logits(inp, rec, i, want)
+        assert torch.equal(got, want), 'on a stand-in model, generate did not append the draw from the last position'
 
 
 @claim
 def gpt_generate_samples_with_sample_next(inp, rec):
-    sd, prompt = state(rec, 'generate.sd.'), inp.tensor('prompt')
-    for i, (tau, k) in enumerate(GEN_CASES):
-        got = rec.tensor(f'generate.sampled{i}')
-        want = ref_generate(sd, prompt, 12, 310 + i, tau, k)
-        assert tuple(got.shape) == tuple(want.shape) and torch.equal(got, want), (
-            f'at temperature={tau}, top_k={k} generate differs from a loop of sample_next(last logits, temperature, top_k); '
-            'pass the logits, the temperature and top_k on to sample_next')
+    for i, want_args in ((2, (0.7, 5)), (3, (0.5, 3)), (0, (1.0, -1))):
+        got, want, calls = generated(inp, rec, i)
+        assert calls.shape[0] == GEN_CALLS[i][0], (f'{calls.shape[0]} calls of sample_next for {GEN_CALLS[i][0]} new tokens; '
+                                                   'draw every token with sample_next')
+        passed = {tuple(c) for c in calls.tolist()}
+        assert passed == {want_args}, (f'sample_next received (temperature, top_k) = {sorted(passed)}, expected '
+                                       f'{want_args} (-1: None); pass both on')
+        handed_logits(inp, rec, i, want)
+        assert torch.equal(got, want), 'generate did not append what sample_next returned'
 
 
 def table_loss(W, x, y):
@@ -482,6 +502,8 @@ def estimate_loss_averages_fixed_held_out_batches(inp, rec):
     assert abs(est['val'] - c[4:8, 2].mean().item()) < 1e-9, 'not the mean'
     assert est['train'] < 1000 <= 5000 <= est['val'], 'a split was estimated on the other split'
     assert est['train'] == est['again_train'] and est['val'] == est['again_val'], 'not the same batches twice'
+    assert bool(rec.tensor('est.rng_kept')), ('estimate_loss changed the global random state (torch.manual_seed?): '
+                                              'training would repeat its batches after every estimate')
 
 
 @claim

@@ -243,7 +243,7 @@ date: the latest submission counts. A notebook you worked on in Colab or on your
 upload its `.ipynb` into the step's folder on the hub, over the fetched one and under the same name, then Submit.
 
 The autograder runs your submission after the due date, with tests you do not see as well as the ones you do; written
-answers are read by a person. Your feedback appears in the same Assignments tab.""",
+answers are read by a person. When your instructor releases feedback, the same tab fetches it.""",
 }
 
 
@@ -328,7 +328,10 @@ def hand_edits(out):
         return []
     if MANIFEST not in present:
         return sorted(present)
-    written = json.loads((out / MANIFEST).read_text()).get('files', {})
+    try:
+        written = json.loads((out / MANIFEST).read_text())['files']
+    except (ValueError, KeyError, TypeError):
+        return [MANIFEST]
     changed = [p for p in sorted(present - {MANIFEST}) if written.get(p) != _sha((out / p).read_bytes())]
     return changed
 

@@ -226,10 +226,10 @@ HANDIN_TEXT = {
 Hand in each step on the course's LMS, in the step's assignment, before its due date.
 
 - **From Colab:** run every cell (Runtime > Run all) and check that the tests you can see pass, then
-  **File > Download > Download .ipynb**, and upload that file to the step's assignment on the LMS. Keep the name it
-  downloads with (for example `step1_data_and_tokenizer.ipynb`) if you can: the grader expects each step's notebook
-  under that name.
-  Colab keeps your work in your own Google Drive, not in this repository: the upload is the hand-in.
+  **File > Download > Download .ipynb**, and upload that file to the step's assignment on the LMS, named as the step's
+  notebook (for example `step1_data_and_tokenizer.ipynb`) if you can: the grader expects that name. A copy you saved in
+  Drive is called `Copy of ...`: File > Rename takes the prefix off before you download. Colab keeps your work in your
+  own Google Drive, not in this repository: the upload is the hand-in.
 - **From your machine:** upload the `.ipynb` you worked in, under the same name.
 
 The autograder runs your notebook after the due date, with tests you do not see as well as the ones you do; written

@@ -5,11 +5,9 @@ and the student repository, is the same tree each time, and is never written ove
 import copy
 import json
 import re
-import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from course.build import REPO_LINK, _parts
@@ -253,17 +251,26 @@ def test_the_readme_says_how_to_hand_in(tmp_path, handin):
     assert says in readme and {'lms': 'hub', 'hub': 'LMS'}[handin] not in readme.split('## Handing in')[1].split('##')[0]
 
 
-def test_the_published_notebooks_are_the_releases_with_student_links():
-    """Only links change: every cell of a published notebook is its release's, with this repository's name replaced."""
+def test_the_published_notebooks_are_the_releases_and_solutions_with_student_links(tmp_path):
+    """Only links change: every cell of a published notebook is its release's (a published solution: its executed
+    solution's, outputs included), with this repository's name and folders replaced by the student repository's. So the
+    Colab runs of release/ and notebooks/ (tests/test_colab_runtime.py) run what students get."""
     c = settings(ROOT)
-    with_links = {}
+
+    def student(text, step, name):
+        return (text.replace(c['github'], c['publish']['github']).replace('/release/', '/')
+                .replace(f'/notebooks/{name}', f'/{step}/solution/{name}'))
+
+    publish(tmp_path, MID_NOW, config=config(dated=False))
+    compared = 0
     for step in steps():
         for name in notebooks(step):
-            nb = read(ROOT / 'release' / step / name)
-            with_links[(step, name)] = [cell.source.replace(c['github'], c['publish']['github']).replace('/release/', '/')
-                                        for cell in nb.cells]
-    with tempfile.TemporaryDirectory() as tmp:
-        publish(tmp, MID_NOW, config=config(dated=False))
-        for (step, name), cells in with_links.items():
-            got = [cell.source for cell in nbformat.read(Path(tmp) / step / name, as_version=4).cells]
-            assert got == cells, f'{step}/{name} differs from its release by more than its links'
+            pairs = [(ROOT / 'release' / step / name, tmp_path / step / name),
+                     (ROOT / 'notebooks' / name, tmp_path / step / 'solution' / name)]
+            for mine, theirs in pairs:
+                want, got = read(mine), read(theirs)
+                assert [student(cell.source, step, name) for cell in want.cells] == [cell.source for cell in got.cells], (
+                    f'{theirs.relative_to(tmp_path)} differs from {mine.relative_to(ROOT)} by more than its links')
+                assert [cell.get('outputs') for cell in want.cells] == [cell.get('outputs') for cell in got.cells]
+                compared += 1
+    assert compared == 2 * sum(len(notebooks(s)) for s in steps())

@@ -195,9 +195,11 @@ def student_tree(config, now, root=ROOT):
             continue
         release = root / 'release' / step
         for p in sorted(release.rglob('*')):
-            if p.is_file() and p.name not in ('input.txt', 'input.txt.part') and '.ipynb_checkpoints' not in p.parts:
-                plan.append((f'release/{step}/{p.relative_to(release).as_posix()}',
-                             f'{step}/{p.relative_to(release).as_posix()}'))
+            # what make build wrote there: not the data a notebook run there fetched, nor hidden files or caches
+            rel = p.relative_to(release)
+            if (p.is_file() and p.name not in ('input.txt', 'input.txt.part')
+                    and not any(part.startswith('.') or part == '__pycache__' for part in rel.parts)):
+                plan.append((f'release/{step}/{rel.as_posix()}', f'{step}/{rel.as_posix()}'))
         if st[step].solution:
             plan += [(f'notebooks/{name}', f'{step}/solution/{name}') for name in notebooks(step, root)]
     tree.paths = dict(plan)
@@ -270,6 +272,8 @@ def readme(tree, dates, st, handin, root):
         pace = ('**This course is self-paced:** every step is here from the start. Each step rebuilds what the steps '
                 'before it built, in a locked cell near its top, so a later step shows the answers to earlier ones: work '
                 'through them in order, and write each step yourself before you open the next.')
+        if any(st[s].solution for s in st):
+            pace += ' Some steps have their worked solution beside them (`solution/`): try the step first.'
     else:
         pace = ('A step appears here on its release date, and only once every step whose answers it shows is past due: '
                 'each step rebuilds what the steps before it built, in a locked cell near its top. '

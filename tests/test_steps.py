@@ -109,7 +109,8 @@ def test_the_reproduced_solutions_are_the_ones_the_text_shows():
     wrong = [f'{step}: the definitions say {sorted(by_definitions[step])}, the text shows '
              f'{ {s: lines[:3] for s, lines in by_text[step].items()} }'
              for step in by_text if sorted(by_text[step]) != sorted(by_definitions[step])]
-    assert not wrong, 'the steps a release reproduces, found two ways, differ:\n' + '\n'.join(wrong)
+    assert not wrong, ('the steps a release reproduces, found two ways, differ (publishing reads the definitions: give the '
+                       'reproduced lines in the def or class that the earlier step taught them in):\n' + '\n'.join(wrong))
 
 
 # The steps whose test cells bind only names of their own (issue 28). Steps 4-6 still rebind the notebook's names in their

@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 JUPYTER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test test-browser pictures build check data grade mutants bench system clean
+.PHONY: demo test test-browser pictures build check data grade mutants bench system clean publish
 
 demo: data build  ## build the release and solution, autograde a demo class, print its grades
 	$(BIN)/python -m course.grade --demo
@@ -41,6 +41,11 @@ mutants: data  ## grade the demo class and print each step's kill matrix: which 
 
 bench: data  ## time grading classes of 30 and 60 (Step 4): plain serial nbgrader against make grade (a benchmark, not a test)
 	$(BIN)/python -m course.benchmark $(BENCH)
+
+# NOW=2027-02-10T12:00:00+00:00 publishes as at that moment (to preview a release date); OUT=path writes elsewhere.
+publish: $(VENV)/.installed  ## write the student repository (course.toml [publish] folder) by the release schedule, from fresh generated files
+	$(BIN)/python -m course.build --check
+	$(BIN)/python -m course.publish $(if $(NOW),--now $(NOW)) $(if $(OUT),--out $(OUT))
 
 data: $(VENV)/.installed $(JUPYTER_CONFIG)  ## put a verified Tiny Shakespeare at input.txt
 	$(BIN)/python -m course.data $(if $(DATA),--from $(DATA))

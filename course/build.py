@@ -22,7 +22,6 @@ from course.cells import MARKER, read
 from course.layout import ROOT, colab_url, notebooks, settings, steps
 
 BADGE = '(COLAB_URL)'  # the Colab badge placeholder in the source notebooks
-COLAB_SVG = 'https://colab.research.google.com/assets/colab-badge.svg'
 # README.md's table of steps lies between these lines; build() writes it, check() compares it.
 TABLE_START, TABLE_END = '<!-- steps: written by make build from source/ -->', '<!-- /steps -->'
 
@@ -103,14 +102,20 @@ def title(nb):
 
 
 def steps_table(root=ROOT):
-    """README.md's table of steps: each notebook's title, its student version and its executed solution, with Colab badges."""
-    lines = ['| step | student version | solution, executed |', '|---|---|---|']
+    """README.md's table of steps: each notebook's title, its student version (what make publish gives students once
+    the step opens), its executed solution (the instructor's), and the earlier steps whose solutions its release shows
+    (course.reproduced: the step opens only once they are past due)."""
+    from course.reproduced import reproduced
+
+    shows = reproduced(root)
+    lines = ['| step | student version: published when the step opens | solution, executed: yours alone '
+             '| shows the solutions of |', '|---|---|---|---|']
     for step in steps(root):
         for name in notebooks(step, root):
             release, solution = f'release/{step}/{name}', f'notebooks/{name}'
-            cells = [f'[`{path}`]({path}) [![Open In Colab]({COLAB_SVG})]({colab_url(path, root)})'
-                     for path in (release, solution)]
-            lines.append(f'| {title(read(root / "source" / step / name))} | {cells[0]} | {cells[1]} |')
+            earlier = ', '.join(shows.get(step, {})) or '—'
+            lines.append(f'| {title(read(root / "source" / step / name))} | [`{release}`]({release}) '
+                         f'| [`{solution}`]({solution}) | {earlier} |')
     return '\n'.join(lines)
 
 

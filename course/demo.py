@@ -40,10 +40,11 @@ def bank(step, root=ROOT):
     return instructor_module(step, 'bank', root)
 
 
-def solved(step, name, root=ROOT):
-    """The release notebook with every solution region and written answer filled in from the source, as a student would."""
+def solved(step, name, root=ROOT, release=None):
+    """The release notebook (or the one at release: the student repository's copy, say) with every solution region and
+    written answer filled in from the source, as a student would."""
     source = {grade_id(c): c for c in read(root / 'source' / step / name).cells if role(c)}
-    nb = read(root / 'release' / step / name)
+    nb = read(release or root / 'release' / step / name)
     for cell in nb.cells:
         if role(cell) in ('solution', 'answer'):
             cell.source = MARKER.sub('', source[grade_id(cell)].source)

@@ -6,13 +6,16 @@ are downloaded (from a local server standing in for the real URLs) and checked.
 - every executed solution (notebooks/), top to bottom, on a CPU runtime, printing what the committed notebook prints:
   nbval in a Colab kernel, with torch's kernels forced to the plain (default) vector path on one thread, so that the
   same run shows that no printed number depends on the CPU's vector unit (AVX-512, AVX2 or none);
-- every student release with its solutions filled in as the demo class's perfect student fills them (course.demo), top to
-  bottom, every visible test passing, on a GPU runtime as a notebook sees one (torch.cuda.is_available() is True).
+- every student release, as the student repository publishes it (make publish, self-paced so that every step is in it:
+  its links name the student repository), with its solutions filled in as the demo class's perfect student fills them
+  (course.demo), top to bottom, every visible test passing, on a GPU runtime as a notebook sees one
+  (torch.cuda.is_available() is True).
 """
 
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 
 import nbformat
 import pytest
@@ -21,7 +24,8 @@ from nbclient.exceptions import CellExecutionError
 
 from conftest import NOTEBOOKS
 from course.demo import solved
-from course.layout import ROOT
+from course.layout import ROOT, settings
+from course.publish import publish
 
 SHIPPED = {step: sorted(p.name for p in (ROOT / 'release' / step).iterdir() if p.suffix != '.ipynb') for step, _ in NOTEBOOKS}
 
@@ -72,10 +76,20 @@ def test_solutions_print_on_colab_what_the_notebooks_say_whatever_the_cpu(colab)
                                   + done.stdout[-6000:])
 
 
+@pytest.fixture(scope='module')
+def student_repository(tmp_path_factory):
+    """The student repository with every step in it: course.toml's, made self-paced (its dates left out)."""
+    config = {**settings(ROOT), 'schedule': {}}
+    out = tmp_path_factory.mktemp('student')
+    publish(out, datetime(2000, 1, 1, tzinfo=timezone.utc), config=config)
+    return out
+
+
 @pytest.mark.parametrize('notebook', NOTEBOOKS, ids=[f'{a}/{n}' for a, n in NOTEBOOKS])
-def test_release_filled_in_passes_its_visible_tests_on_a_colab_gpu_runtime(notebook, tmp_path, server, monkeypatch, colab):
+def test_release_filled_in_passes_its_visible_tests_on_a_colab_gpu_runtime(notebook, tmp_path, server, monkeypatch, colab,
+                                                                           student_repository):
     step, name = notebook
-    nb = solved(step, name)
+    nb = solved(step, name, release=student_repository / step / name)
     nb.cells.append(nbformat.v4.new_code_cell('import torch\nprint(torch.cuda.is_available())'))
     folder = run_as_on_colab(nb, tmp_path, server, monkeypatch, colab(gpu=True))
     assert nb.cells[-1].outputs[0].text.strip() == 'True', 'the kernel should claim a GPU, as a Colab GPU runtime does'

@@ -7,6 +7,7 @@ from course.cells import read, role
 from course.claims import judge
 from course.demo import bank, demo_class
 from course.layout import INSTRUCTOR, ROOT, autograded_points, instructor_module, notebooks, steps
+from course.reproduced import drifts, reproduced, shown_lines
 
 RESERVED = {'perfect', 'blank'}
 
@@ -88,40 +89,28 @@ def test_the_figure_helper_is_the_same_in_every_step():
     assert not differ, f'show() in {differ} differs from {first}\'s: copy {first}\'s setup-cell helper'
 
 
-def definitions(step):
-    """{name: (AST dump, given)} of the functions and classes a step's notebooks define outside test cells, docstrings
-    aside (a reproduced cell may shorten them; the code is what must not drift). given: in a locked cell, not a task."""
-    import ast
-
-    found = {}
-    for nb in notebooks(step):
-        for cell in read(ROOT / 'source' / step / nb).cells:
-            if cell.cell_type != 'code' or role(cell) == 'test':
-                continue
-            for node in ast.parse(cell.source).body:
-                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                    for part in ast.walk(node):
-                        body = getattr(part, 'body', None)
-                        if (isinstance(part, (ast.FunctionDef, ast.ClassDef)) and body and isinstance(body[0], ast.Expr)
-                                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
-                            part.body = body[1:] or [ast.Pass()]
-                    found[node.name] = ast.dump(node), role(cell) != 'solution'
-    return found
-
-
 def test_every_reproduced_definition_equals_the_step_that_teaches_it():
     """A step re-creates what it needs from earlier steps ("Steps 1-5, reproduced"). Each function or class it defines
     under a name an earlier step defined must be that step's code (its solution, for a task), docstrings aside: Step 6 is
     built from the parts Step 5 taught, and a fix in one step cannot leave a stale copy in another. A task that asks
-    students to write a name again is theirs to write, and is not compared."""
-    taught, drifts = {}, []
-    for step in steps():
-        mine = definitions(step)
-        for name, (code, given) in mine.items():
-            if given and name in taught and code != taught[name][1]:
-                drifts.append(f'{step} defines {name}() differently from {taught[name][0]}')
-        taught.update({name: (step, code) for name, (code, _) in mine.items()})
-    assert not drifts, 'reproduced code drifted from its source step (copy the source step\'s code):\n' + '\n'.join(drifts)
+    students to write a name again is theirs to write, and is not compared (course.reproduced, which publishing also
+    reads to know which earlier solutions a release shows)."""
+    found = drifts()
+    assert not found, 'reproduced code drifted from its source step (copy the source step\'s code):\n' + '\n'.join(found)
+
+
+def test_the_reproduced_solutions_are_the_ones_the_text_shows():
+    """Publishing opens a step only once every step whose solution its release shows is past due, and finds those steps
+    from the definitions each step is given (course.reproduced.reproduced). The text itself agrees: the earlier steps
+    whose solution lines (not shown by their own release) a release shows are exactly those; a reproduced line outside
+    a def or class (which the definitions would miss) fails here, naming the lines."""
+    by_definitions, by_text = reproduced(), shown_lines()
+    assert any(by_text.values()), 'no release shows an earlier solution: the comparison below would check nothing'
+    wrong = [f'{step}: the definitions say {sorted(by_definitions[step])}, the text shows '
+             f'{ {s: lines[:3] for s, lines in by_text[step].items()} }'
+             for step in by_text if sorted(by_text[step]) != sorted(by_definitions[step])]
+    assert not wrong, ('the steps a release reproduces, found two ways, differ (publishing reads the definitions: give the '
+                       'reproduced lines in the def or class that the earlier step taught them in):\n' + '\n'.join(wrong))
 
 
 # The steps whose test cells bind only names of their own. Steps 4-6 still rebind the notebook's names in their

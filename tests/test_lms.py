@@ -5,6 +5,7 @@ and its grades, statuses and late penalties go back as each LMS imports them, ch
 
 import csv
 import hashlib
+import shutil
 import zipfile
 
 import lmsclass as L
@@ -16,11 +17,23 @@ from course.layout import copy_course
 DUE = '2026-12-01 23:59:00+00:00'
 
 
+@pytest.fixture(scope='module')
+def empty_gradebook(tmp_path_factory):
+    """An empty nbgrader gradebook, made once: nbgrader creates one by running alembic in a process of its own (a few
+    seconds); each test's course starts with a copy."""
+    from nbgrader.api import Gradebook
+
+    runner.on_path()  # nbgrader runs alembic (this venv's) when it creates a gradebook
+    path = tmp_path_factory.mktemp('gradebook') / 'gradebook.db'
+    Gradebook(f'sqlite:///{path}', 'transformer-from-scratch').close()
+    return path
+
+
 @pytest.fixture
-def course(tmp_path):
+def course(tmp_path, empty_gradebook):
     root = copy_course(tmp_path / 'course')
     L.write_roster(root / 'roster.csv')
-    runner.on_path()  # nbgrader runs alembic (this venv's) when it creates a gradebook
+    shutil.copy(empty_gradebook, root / 'gradebook.db')
     return root
 
 
@@ -175,7 +188,7 @@ def test_a_bad_roster_is_refused_with_one_line_naming_it(course, tmp_path, roste
     code, out, err = collect(course, L.canvas_download(tmp_path / 'canvas.zip'), 'canvas')
     errors = err.strip().splitlines()
     assert code != 0 and len(errors) == 1 and 'roster.csv' in errors[0] and says in errors[0], err
-    assert not (course / 'submitted').exists() and not (course / 'gradebook.db').exists()
+    assert not (course / 'submitted').exists() and students_in_gradebook(course) == {}
 
 
 def test_not_a_zip_is_refused_with_one_line(course, tmp_path):

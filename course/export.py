@@ -136,7 +136,7 @@ def write_lms(gradebook, table, root=ROOT):
                 pid = collected.get(r['student_id'], {}).get('lms_id') or people[r['student_id']].lms_user_id
                 w.writerow([f'Participant {pid}', f"{r['first_name']} {r['last_name']}", r['email'], r['status'],
                             score(r['score']), score(r['max_score']), 'Yes', modified,
-                            f"late penalty {score(r['late_submission_penalty'])}" if r['late_submission_penalty'] else ''])
+                            f"late: {score(r['late_submission_penalty'])} points off" if r['late_submission_penalty'] else ''])
     lms.package_feedback(gradebook, root)
 
 

@@ -189,7 +189,7 @@ def classify(paths, lms, roster, times, due, root=ROOT):
         found = notebook_of(entry.original, root)
         if found is None:
             lines.append(f'not collected: {path}: {student.id} uploaded {entry.original!r}, the name of no step\'s '
-                         'notebook (rename it in submitted/ by hand if it is one)')
+                         'notebook (if it is one, copy it to submitted/<student>/<step>/<notebook> by hand)')
             continue
         candidates.setdefault((student.id, *found), []).append(entry)
     chosen = {}
@@ -211,8 +211,8 @@ def classify(paths, lms, roster, times, due, root=ROOT):
                 lines.append(f'note: {winner.path}: {NAMINGS[lms].name} marks it late but {step} has no due date (give '
                              '--due): graded as on time')
             else:  # the download says late, not how late: one second past the due date, unless --times says more
-                stamp, note = due[step] + timedelta(seconds=1), f'marked late by {NAMINGS[lms].name}, no time in the ' \
-                    'download: 1 s past the due date (give its time in --times to say how late)'
+                stamp, note = due[step] + timedelta(seconds=1), f'marked late by {NAMINGS[lms].name}, which gives no ' \
+                    'time: 1 s past the due date; give its time in --times to say how late'
         chosen[winner.path] = Decision(winner, student, step, nb, stamp, note)
     return chosen, lines
 

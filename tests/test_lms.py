@@ -128,6 +128,34 @@ def test_moodle_download_needs_the_instructors_times_to_choose_between_two_files
     assert {s: r['lms_id'] for s, r in manifest.items()} == {'alice': '101', 'bob': '102', 'carol': '103'}
 
 
+def test_a_class_of_30_from_canvas_and_from_moodle_is_collected_whole(course, tmp_path):
+    """30 students on the roster, each with one notebook under one of Colab's and the browsers' names (some twice, some
+    late on Canvas): every one is collected, the newest of each, from either LMS."""
+    people = [L.Person(f's{i:02d}', f'First{i}', f'Last{i}', str(5000 + i)) for i in range(30)]
+    L.write_roster(course / 'roster.csv', people)
+    names = [f'Copy of {L.NOTEBOOK}', f'{L.STEM} (1).ipynb', f'{L.STEM.replace("_", " ")}.ipynb', L.NOTEBOOK]
+    canvas, moodle, times = {}, {}, ['file,timestamp']
+    for i, p in enumerate(people):
+        canvas[L.canvas(p, 7000 + i, names[i % 4], late=i % 7 == 0)] = L.notebook(p.id)
+        moodle[L.moodle(p, names[i % 4])] = L.notebook(p.id)
+        if i % 5 == 0:  # an earlier upload too
+            canvas[L.canvas(p, 6000 + i, L.NOTEBOOK)] = L.notebook('older')
+            moodle[L.moodle(p, f'Copy of {L.STEM} (2).ipynb')] = L.notebook('older')
+            times += [f'"{L.moodle(p, f"Copy of {L.STEM} (2).ipynb")}",2026-11-30 10:00:00',
+                      f'"{L.moodle(p, names[i % 4])}",2026-11-30 11:00:00']
+    (tmp_path / 'times.csv').write_text('\n'.join(times) + '\n')
+    runs = (('canvas', canvas, ['--due', DUE]), ('moodle', moodle, ['--times', str(tmp_path / 'times.csv')]))
+    for name, entries, flags in runs:
+        shutil.rmtree(course / 'submitted', ignore_errors=True)
+        code, out, err = collect(course, L.write_zip(tmp_path / f'{name}.zip', entries), name, *flags)
+        assert code == 0, err
+        assert {p.id: sent_by(course, p.id) for p in people} == {p.id: p.id for p in people}, name
+        assert len([line for line in out if line.startswith('collected: ')]) == 30, out
+        assert len([line for line in out if 'an older file' in line]) == 6, out
+    late = sorted(p.parent.parent.name for p in (course / 'submitted').rglob('timestamp.txt'))
+    assert late == [p.id for i, p in enumerate(people) if i % 5 == 0], 'Moodle: the times given, and only those'
+
+
 @pytest.mark.parametrize('colab_name', [f'Copy of {L.NOTEBOOK}', f'{L.STEM} (2).ipynb', f'Copy of {L.STEM} (1).ipynb',
                                         f'{L.STEM.replace("_", " ")}.ipynb', f'{L.STEM}-1.ipynb', L.NOTEBOOK.upper()])
 def test_colab_and_browser_renames_find_their_step(colab_name):

@@ -18,6 +18,7 @@ import shutil
 import stat
 import unicodedata
 import zipfile
+import zlib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
@@ -221,16 +222,19 @@ class SafeExtractor(ExtractorPlugin):
     """nbgrader's ExtractorPlugin for an LMS download: a zip is checked whole before anything is written, and refused
     (Refused, naming the zip and the entry) if an entry would land outside the folder (an absolute path, `..`) or is a
     symlink, neither of which an LMS writes. An entry over max_file_bytes (by the size the zip declares, and as it is
-    written) is not extracted and is listed. Nested archives are not opened: a student's zip is not a notebook."""
+    written), past max_total_bytes in all, or damaged, is not extracted and is listed. Nested archives are not opened:
+    a student's zip is not a notebook."""
 
     max_file_bytes = Int(50 << 20, help='the largest file of a download that is extracted (bytes); larger ones are '
                                          'listed, not extracted').tag(config=True)
+    max_total_bytes = Int(4 << 30, help='the most bytes extracted from one download; the files past it are listed, '
+                                         'not extracted').tag(config=True)
     max_entries = Int(20000, help='the most entries a download may hold').tag(config=True)
 
     def extract(self, archive_path, extracted_path):
         self.skipped = getattr(self, 'skipped', [])
         for archive in sorted(Path(archive_path).iterdir()):
-            dest = Path(extracted_path) / archive.stem
+            dest, total = Path(extracted_path) / archive.stem, 0
             for info in check_zip(archive, self.max_entries):
                 name = info.filename
                 if info.is_dir():
@@ -239,14 +243,25 @@ class SafeExtractor(ExtractorPlugin):
                     self.skipped.append(f'not collected: {name}: {size(info.file_size)}, over the '
                                         f'{size(self.max_file_bytes)} a file may hold (not extracted)')
                     continue
+                if total + info.file_size > self.max_total_bytes:
+                    self.skipped.append(f'not collected: {name}: the files before it hold {size(total)}, and one '
+                                        f'download may hold {size(self.max_total_bytes)} (not extracted)')
+                    continue
                 target = dest / name
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with zipfile.ZipFile(archive) as z, z.open(info) as src, open(target, 'wb') as out:
-                    copied = copy_capped(src, out, self.max_file_bytes)
+                try:
+                    with zipfile.ZipFile(archive) as z, z.open(info) as src, open(target, 'wb') as out:
+                        copied = copy_capped(src, out, self.max_file_bytes)
+                except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
+                    target.unlink(missing_ok=True)
+                    self.skipped.append(f'not collected: {name}: damaged in the zip ({e}); download it again')
+                    continue
                 if copied is None:  # its data is larger than the zip declares
                     target.unlink()
                     self.skipped.append(f'not collected: {name}: holds more than the {size(self.max_file_bytes)} a '
                                         'file may hold (not extracted)')
+                    continue
+                total += copied
 
 
 def size(n):
@@ -436,6 +451,8 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
         raise Refused(f'{submitted}: holds the demo class (make demo): move it away or run make clean, then collect')
     chosen, _ = classify([i.filename for i in infos if not i.is_dir()], lms, roster, times, {}, root)
     present = [only_step] if only_step else sorted({d.step for d in chosen.values()})
+    others = [f'not collected: {path}: a notebook of {d.step}, and --step is {only_step}'
+              for path, d in sorted(chosen.items()) if d.step not in present]
     c = runner.config(root=root)
     with Gradebook(c.CourseDirectory.db_url, c.CourseDirectory.course_id) as gb:
         import_roster(roster, gb)
@@ -477,11 +494,16 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
         write_manifest(step, step_rows, root)
     taken = sorted(f'collected: {r["student_id"]} {r["step"]}: {r["file"]}' + (f' ({r["note"]})' if r['note'] else '')
                    for step_rows in rows.values() for r in step_rows.values())
-    unique = list(dict.fromkeys(taken + lines))
+    unique = list(dict.fromkeys(taken + lines + others))
     report = root / LMS_FOLDER / f'collect-{stamp}.txt'
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(''.join(f'{line}\n' for line in unique))
     return unique
+
+
+def plain(name):
+    """A name (a student's, from the roster) as one folder name: no separators, no leading dot."""
+    return re.sub(r'[/\\\x00-\x1f]', '-', name).lstrip('.').strip() or '-'
 
 
 def feedback_pages(step, student, root=ROOT):
@@ -511,7 +533,7 @@ def package_feedback(gradebook, root=ROOT):
                 for r in moodle:
                     s = people.get(r['student_id'])
                     name = f'{s.first_name} {s.last_name}'.strip() if s else r['student_id']
-                    folder = f'{name.replace("_", " ")}_{r["lms_id"]}_assignfeedback_file_'
+                    folder = f'{plain(name).replace("_", " ")}_{r["lms_id"]}_assignfeedback_file_'
                     for page in feedback_pages(step, r['student_id'], root):
                         z.write(page, f'{folder}/{page.name}')
             written.append(target)
@@ -519,7 +541,7 @@ def package_feedback(gradebook, root=ROOT):
             if r['lms'] == 'moodle':
                 continue
             s = people.get(r['student_id'])
-            folder = canvas_dir / (f'{s.last_name} {s.first_name} ({s.lms_user_id})' if s else r['student_id']) / step
+            folder = canvas_dir / plain(f'{s.last_name} {s.first_name} ({s.lms_user_id})' if s else r['student_id']) / step
             for page in feedback_pages(step, r['student_id'], root):
                 folder.mkdir(parents=True, exist_ok=True)
                 shutil.copy(page, folder / page.name)

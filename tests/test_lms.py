@@ -206,6 +206,29 @@ def test_an_entry_that_claims_2_GB_is_listed_and_never_extracted(course, tmp_pat
     assert not list((course / '.build').rglob(L.canvas(L.BOB, 903, L.NOTEBOOK)))
 
 
+def test_a_damaged_entry_and_another_steps_notebook_are_listed_and_the_rest_collected(course, tmp_path):
+    """A file whose bytes no longer match the zip's checksum (a broken download) is listed, not collected; with --step, a
+    notebook of another step is listed, not collected."""
+    from course.layout import notebooks, steps
+
+    other_step = steps()[1]
+    other = L.canvas(L.CAROL, 810, notebooks(other_step)[0])
+    path = L.write_zip(tmp_path / 'canvas.zip', {L.canvas(L.ALICE, 800, L.NOTEBOOK): L.notebook('alice'),
+                                                 L.canvas(L.BOB, 801, L.NOTEBOOK): L.notebook('bob'),
+                                                 other: L.notebook('carol')})
+    data = bytearray(path.read_bytes())
+    at = data.index(b'"bob"')
+    data[at + 1] = ord('B')  # stored, not compressed: the checksum no longer matches
+    path.write_bytes(bytes(data))
+    code, out, err = collect(course, path, 'canvas', '--step', L.STEP)
+    assert code == 0, err
+    assert [sent_by(course, s) for s in ('alice', 'bob', 'carol')] == ['alice', None, None]
+    bob = [line for line in out if L.canvas(L.BOB, 801, L.NOTEBOOK) in line]
+    assert len(bob) == 1 and bob[0].startswith('not collected: ') and 'damaged' in bob[0], out
+    carol = [line for line in out if other in line]
+    assert carol == [f'not collected: {other}: a notebook of {other_step}, and --step is {L.STEP}'], out
+
+
 @pytest.mark.parametrize('roster, says', [
     ('id,first_name,last_name,email\nalice,A,A,a@x\n', 'no column lms_id'),
     ('id,first_name,last_name,email,lms_id\nalice,A,A,a@x,101\nbob,B,B,b@x,101\n', 'line 3: lms_id 101 is given twice'),

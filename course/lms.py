@@ -449,8 +449,12 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
     submitted = root / 'submitted'
     if (submitted / DEMO_MARK).exists():
         raise Refused(f'{submitted}: holds the demo class (make demo): move it away or run make clean, then collect')
-    chosen, _ = classify([i.filename for i in infos if not i.is_dir()], lms, roster, times, {}, root)
+    chosen, scanned = classify([i.filename for i in infos if not i.is_dir()], lms, roster, times, {}, root)
     present = [only_step] if only_step else sorted({d.step for d in chosen.values()})
+    if not present:
+        other = next(n for n in NAMINGS if n != lms)
+        return scanned + [f'nothing collected from {zip_path}: no file in it is a rostered student\'s notebook named as '
+                          f'{NAMINGS[lms].name} names them (is it a {NAMINGS[other].name} download?)']
     others = [f'not collected: {path}: a notebook of {d.step}, and --step is {only_step}'
               for path, d in sorted(chosen.items()) if d.step not in present]
     c = runner.config(root=root)

@@ -242,6 +242,13 @@ def test_a_bad_roster_is_refused_with_one_line_naming_it(course, tmp_path, roste
     assert not (course / 'submitted').exists() and students_in_gradebook(course) == {}
 
 
+def test_the_wrong_lms_collects_nothing_and_says_so(course, tmp_path):
+    code, out, err = collect(course, L.canvas_download(tmp_path / 'canvas.zip'), 'moodle')
+    assert code == 0 and not (course / 'submitted').exists(), err
+    assert len(out) == 8 and all(line.startswith('not collected: ') for line in out[:7]), out
+    assert out[-1].startswith('nothing collected from ') and 'is it a Canvas download?' in out[-1], out
+
+
 def test_not_a_zip_is_refused_with_one_line(course, tmp_path):
     fake = tmp_path / 'submissions.zip'
     fake.write_text('<html>login page</html>')

@@ -168,11 +168,11 @@ class Decision(NamedTuple):
     note: str  # how the time was found
 
 
-def classify(paths, lms, roster, times, due, root=ROOT):
+def classify(paths, lms, roster, times, due, root=ROOT, regexp=None):
     """Decide, for every file of a download (paths inside it, directories excluded), what collect does with it:
     ({path: Decision} of the files collected, one per student and notebook; [report line] for every other file).
-    due: {step: UTC due date (naive) or None}."""
-    naming = NAMINGS[lms]
+    due: {step: UTC due date (naive) or None}; regexp: the naming, if not the LMS's own (NAMINGS)."""
+    naming = Naming(NAMINGS[lms].name, regexp) if regexp else NAMINGS[lms]
     lines, candidates = [], {}
     for path in sorted(paths):
         entry = naming.parse(path)
@@ -323,32 +323,29 @@ class LmsCollector(FileNameCollectorPlugin):
             paths = [p.relative_to(self.prefix).as_posix() for p in self.prefix.rglob('*') if p.is_file()]
             due = {app.coursedir.assignment_id: parse_utc(self.due) if self.due else None}
             chosen, self.lines = classify(paths, self.lms, read_roster(self.roster), read_times(self.times), due,
-                                          Path(app.coursedir.root))
+                                          Path(app.coursedir.root), self.named_regexp)
             step = app.coursedir.assignment_id
             self.decisions = {p: d for p, d in chosen.items() if d.step == step}
         return self.decisions
 
     def collect(self, submitted_file):
-        if not self.regexp_matches(submitted_file):
-            return None
         d = self.decide().get(Path(submitted_file).relative_to(self.prefix).as_posix())
         if d is None:
             return None
         return {'student_id': d.student, 'file_id': d.notebook,
                 'timestamp': d.timestamp.replace(tzinfo=timezone.utc).isoformat(' ') if d.timestamp else None}
 
-    def regexp_matches(self, submitted_file):
-        return re.fullmatch(self.named_regexp, submitted_file) is not None
-
 
 class CanvasCollector(LmsCollector):
     lms = 'canvas'
-    named_regexp = Unicode(CANVAS, help="Canvas's bulk-download naming").tag(config=True)
+    named_regexp = Unicode(CANVAS, help="Canvas's bulk-download naming, matched to each file's path in the download: "
+                           'named groups lms_id, original (the uploaded name), order (newer is higher), late').tag(config=True)
 
 
 class MoodleCollector(LmsCollector):
     lms = 'moodle'
-    named_regexp = Unicode(MOODLE, help="Moodle's bulk-download naming").tag(config=True)
+    named_regexp = Unicode(MOODLE, help="Moodle's bulk-download naming, matched to each file's path in the download: "
+                           'named groups lms_id (the participant id), original (the uploaded name)').tag(config=True)
 
 
 COLLECTORS = {'canvas': CanvasCollector, 'moodle': MoodleCollector}

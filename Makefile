@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 JUPYTER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test test-browser pictures build check data grade mutants bench system clean publish
+.PHONY: demo test test-browser pictures build check data grade mutants bench system clean publish collect
 
 demo: data build  ## build the release and solution, autograde a demo class, print its grades
 	$(BIN)/python -m course.grade --demo
@@ -32,6 +32,11 @@ build: $(VENV)/.installed  ## regenerate release/ and notebooks/ from source/
 
 check: $(VENV)/.installed  ## fail if release/ or notebooks/ is stale
 	$(BIN)/python -m course.build --check
+
+# make collect LMS=canvas ZIP=submissions.zip [ROSTER=roster.csv] [DUE='2026-12-01 23:59+00:00'] [TIMES=times.csv] [STEP=step2]
+collect: data  ## put an LMS bulk download (LMS=canvas|moodle ZIP=...) into submitted/ with nbgrader's zip_collect, the roster into the gradebook
+	$(BIN)/python -m course.collect --lms "$(LMS)" --zip "$(ZIP)" $(if $(ROSTER),--roster "$(ROSTER)") \
+	  $(if $(DUE),--due "$(DUE)") $(if $(TIMES),--times "$(TIMES)") $(if $(STEP),--step "$(STEP)")
 
 grade: data  ## autograde everything in submitted/, write feedback/, results/, grades*.csv and reports/index.html, print the grade table
 	$(BIN)/python -m course.grade
@@ -84,4 +89,4 @@ $(VENV)/.installed: requirements.txt
 	touch $@
 
 clean:  ## remove everything generated that is not committed (keeps input.txt and .venv)
-	rm -rf .build autograded/*/ feedback submitted repairs results gradebook.db grades*.csv reports test-artifacts
+	rm -rf .build autograded/*/ feedback submitted repairs results gradebook.db grades*.csv reports test-artifacts lms

@@ -89,6 +89,12 @@ c.Autograde.autograde_preprocessors = [AddProbe, SnapshotFiles, RecordedExecute,
                                        ClearMetadataPreprocessor, CapOutput, SanitizeActiveContent, SaveAutoGrades,
                                        AssignLatePenalties, CheckCellMetadataOnce]
 
+# Late work: a submission whose time (submitted/<student>/<step>/timestamp.txt, written by nbgrader's collect or
+# zip_collect, course.collect) is past its step's due date (in the gradebook: course.collect --due) scores 0, applied by
+# nbgrader's AssignLatePenalties above. Without a due date nothing is late. Another rule: a LateSubmissionPlugin subclass
+# as c.AssignLatePenalties.plugin_class (docs/lms.md).
+c.LateSubmissionPlugin.penalty_method = 'zero'
+
 # nbconvert validates the whole notebook after every preprocessor (a dozen a pass, three passes a submission); validate
 # once, after the last one, as nbconvert's optimistic_validation offers: an invalid notebook is still refused, only the
 # name of the preprocessor that broke it is lost. About 0.1 s of CPU a submission (docs/performance.md).

@@ -7,6 +7,14 @@ each with one header row, readable by csv, pandas and a spreadsheet.
                       submission of a step gets a row with status 'not submitted' and 0.
   grades-cells.csv    one row per student, step and graded cell (test cells and written answers): its score.
   grades-total.csv    one row per student: the score of each step (a column each) and the course total.
+When the gradebook holds LMS ids (a roster imported by course.collect, docs/lms.md), the same scores for the LMS, in lms/:
+  grades-canvas.csv   Canvas's gradebook import: Student, ID (the Canvas user id), SIS User ID, SIS Login ID, Section, a
+                      Points Possible row, a column per step, and Final Points (the course total; read-only in Canvas).
+  grades-moodle.csv   Moodle's gradebook import (Grades > Import > CSV file, users by email): a column per step and the
+                      course total.
+  moodle-worksheet-<step>.csv  Moodle's assignment grading worksheet (Upload grading worksheet): Identifier
+                      (Participant <id>), Grade, Last modified (grade), ...; for a step collected from Moodle.
+  and each student's feedback pages packaged for the LMS (course.lms.package_feedback).
 The status comes from results/<step>/<student>.json (course.results).
 """
 
@@ -80,6 +88,58 @@ def totals(table):
     return list(out.values())
 
 
+def score(x):
+    return f'{x:.2f}'.rstrip('0').rstrip('.')
+
+
+def write_lms(gradebook, table, root=ROOT):
+    """lms/grades-canvas.csv, lms/grades-moodle.csv and each Moodle step's worksheet, from table (rows()) and the
+    gradebook's LMS ids; then the feedback packages. Nothing if no student has an LMS id."""
+    from datetime import datetime, timezone
+
+    from course import lms
+
+    people = {s.id: s for s in gradebook.students if s.lms_user_id}
+    if not people:
+        return
+    folder = Path(root) / lms.LMS_FOLDER
+    folder.mkdir(exist_ok=True)
+    step_names = course_steps(gradebook, root)
+    total = {t['student_id']: t for t in totals(table) if t['student_id'] in people}
+    maxima = {r['step']: r['max_score'] for r in table}
+    with open(folder / 'grades-canvas.csv', 'w', newline='') as f:
+        w = csv.writer(f)
+        w.writerow(['Student', 'ID', 'SIS User ID', 'SIS Login ID', 'Section', *step_names, 'Final Points'])
+        w.writerow(['    Points Possible', '', '', '', '', *(score(maxima[s]) for s in step_names),
+                    score(sum(maxima.values()))])
+        for sid, t in sorted(total.items(), key=lambda kv: (kv[1]['last_name'].casefold(), kv[0])):
+            w.writerow([f"{t['last_name']}, {t['first_name']}", people[sid].lms_user_id, '', '', '',
+                        *(score(t[s]) for s in step_names), score(t['total'])])
+    with open(folder / 'grades-moodle.csv', 'w', newline='') as f:
+        w = csv.writer(f)
+        w.writerow(['Email address', 'First name', 'Last name', *step_names, 'Course total'])
+        for _, t in sorted(total.items()):
+            w.writerow([t['email'], t['first_name'], t['last_name'], *(score(t[s]) for s in step_names), score(t['total'])])
+    modified = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%S UTC')
+    for step in step_names:
+        collected = lms.read_manifest(step, root)
+        worksheet = folder / f'moodle-worksheet-{step}.csv'
+        if not any(r['lms'] == 'moodle' for r in collected.values()):
+            worksheet.unlink(missing_ok=True)
+            continue
+        with open(worksheet, 'w', newline='') as f:
+            w = csv.writer(f)
+            w.writerow(['Identifier', 'Full name', 'Email address', 'Status', 'Grade', 'Maximum Grade',
+                        'Grade can be changed', 'Last modified (grade)', 'Feedback comments'])
+            for r in sorted((r for r in table if r['step'] == step and r['student_id'] in people),
+                            key=lambda r: r['student_id']):
+                pid = collected.get(r['student_id'], {}).get('lms_id') or people[r['student_id']].lms_user_id
+                w.writerow([f'Participant {pid}', f"{r['first_name']} {r['last_name']}", r['email'], r['status'],
+                            score(r['score']), score(r['max_score']), 'Yes', modified,
+                            f"late: {score(r['late_submission_penalty'])} points off" if r['late_submission_penalty'] else ''])
+    lms.package_feedback(gradebook, root)
+
+
 def write(path, columns, table):
     with open(path, 'w', newline='') as f:
         w = csv.DictWriter(f, columns, extrasaction='ignore')
@@ -96,6 +156,7 @@ def write_all(gradebook, to, root=ROOT):
     step_names = course_steps(gradebook, root)
     write(to.with_name(f'{to.stem}-total.csv'), ['student_id', 'last_name', 'first_name', 'email', *step_names, 'total',
                                                  'total_max'], totals(table))
+    write_lms(gradebook, table, root)
     return table
 
 

@@ -14,9 +14,15 @@ def test_a_student_runs_nbgrader_with_the_global_config(unix_users, user_python,
     assert (mode.st_uid, stat.S_IMODE(mode.st_mode)) == (0, 0o777), 'the exchange: root-owned, 0777 (nbgrader docs)'
 
 
-def test_postgres_lets_the_grader_in_and_keeps_a_student_out(unix_users, user_python, postgres):
-    url = postgres.database('fixtures')
-    assert postgres.psql('fixtures', 'select current_user', user=postgres.ROLE).strip() == postgres.ROLE
+def test_postgres_lets_the_grader_in_and_keeps_a_student_out(unix_users, user_python, postgres, monkeypatch):
+    import sqlalchemy
+
+    from course import gradebook
+
+    monkeypatch.setenv(gradebook.ENV, postgres.database('fixtures'))
+    url = gradebook.url()  # the course's one setting, as nbgrader_config.py reads it: root connects through psycopg 3
+    with sqlalchemy.create_engine(url).connect() as db:
+        assert db.execute(sqlalchemy.text('select current_user')).scalar() == postgres.ROLE
     student = unix_users('fixture-pgstudent')
     probe = [postgres.bin / 'psql', '-h', postgres.socket, '-U', postgres.ROLE, '-d', 'fixtures', '-Atc', 'select 1']
     refused = hubkit.as_user(student, probe, hubkit.user_env(student, user_python), check=False)
@@ -24,4 +30,4 @@ def test_postgres_lets_the_grader_in_and_keeps_a_student_out(unix_users, user_py
     grader = unix_users('fixture-pggrader')
     postgres.allow(grader)
     assert hubkit.as_user(grader, probe, hubkit.user_env(grader, user_python)).stdout.strip() == '1'
-    assert url.startswith('postgresql://gradebook@/fixtures?host=')
+    assert url.startswith('postgresql+psycopg://gradebook@/fixtures?host=')

@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 JUPYTER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test test-browser pictures build check data grade mutants bench system clean publish collect
+.PHONY: demo test test-browser pictures build check data grade mutants bench system clean publish collect test-hub
 
 demo: data build  ## build the release and solution, autograde a demo class, print its grades
 	$(BIN)/python -m course.grade --demo
@@ -26,6 +26,22 @@ test-browser: data system  ## only the browser tests: the student and instructor
 
 pictures: test-browser  ## the browser tests, then their screenshots copied into docs/pictures/ (commit them: make test fails on stale ones)
 	$(BIN)/python tests/docpictures.py
+
+# The class past one machine (tests/hub/, docs/gradebook.md, docs/hub.md): real Unix users, nbgrader's exchange, a
+# PostgreSQL gradebook shared by two graders, a JupyterHub. As root with apt-get (CI), what it needs is installed when
+# missing (Debian's postgresql; nodejs and npm for the hub's proxy); the first run also builds a venv the test users can
+# run (/opt/course-hub). Everything it starts is stopped, and the users it makes removed, when it ends.
+HUB_PACKAGES := $(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) $(if $(shell command -v node),,nodejs npm)
+test-hub: data system  ## as root: the exchange loop, the gradebook on PostgreSQL, two graders at once, the load test, the hub
+ifneq ($(strip $(HUB_PACKAGES)),)
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq --no-install-recommends $(HUB_PACKAGES) >/dev/null 2>&1 \
+	  || { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $(HUB_PACKAGES) >/dev/null; } \
+	  || echo "warning: apt-get could not install $(HUB_PACKAGES): the tests that need them will skip"; \
+	else echo "note: $(HUB_PACKAGES) missing and not root with apt-get: the tests that need them will skip"; fi
+endif
+	$(BIN)/python -m pytest tests/hub
 
 build: $(VENV)/.installed  ## regenerate release/ and notebooks/ from source/
 	$(BIN)/python -m course.build

@@ -31,6 +31,7 @@ from course.active_content import (  # noqa: E402
 )
 from course.cells import CODE_STUB, TEXT_STUB  # noqa: E402
 from course.feedback import ClaimSummary  # noqa: E402
+from course.gradebook import url as gradebook_url  # noqa: E402
 from course.preprocessors import (  # noqa: E402
     AddProbe,
     CapOutput,
@@ -47,8 +48,10 @@ protect_formgrader()
 c = get_config()  # noqa: F821
 
 c.CourseDirectory.course_id = 'transformer-from-scratch'
-# One gradebook next to this file; timeout=60 lets a busy SQLite wait instead of aborting a write after 5 s.
-c.CourseDirectory.db_url = 'sqlite:///gradebook.db?timeout=60'
+# The gradebook: by default SQLite, gradebook.db next to this file (one instructor). For several graders at once, one
+# setting switches to PostgreSQL: COURSE_GRADEBOOK_URL in the environment or gradebook_url in course.toml
+# (course/gradebook.py, docs/gradebook.md).
+c.CourseDirectory.db_url = gradebook_url(Path(__file__).resolve().parent)
 c.CourseDirectory.solution_directory = '.build/solution'
 # Never copied by nbgrader (into release/, the solution, autograded/, a student's fetch): nbgrader's defaults, each step's
 # instructor/ folder (its out-of-process checks and bank of mistakes: the grader's alone), the originals course.repair

@@ -26,7 +26,7 @@ import statistics
 from itertools import combinations
 from pathlib import Path
 
-from course import results
+from course import gradebook, results
 from course.cells import MARKER, STUB_ERROR, STUB_MESSAGE, read, role
 from course.layout import ROOT, autograded_points, notebooks
 
@@ -68,11 +68,11 @@ def load(root=ROOT):
 
     from course.export import rows
 
-    db = Path(root) / 'gradebook.db'
-    if not db.is_file():
-        raise SystemExit(f'error: {db} does not exist: grade the class first (make grade)')
+    db_url = gradebook.configured(root)
+    if gradebook.missing(db_url):
+        raise SystemExit(f'error: {gradebook.missing(db_url)}')
     out = {}
-    with Gradebook(f'sqlite:///{db}') as gb:
+    with Gradebook(db_url) as gb:
         for row in rows(gb, root):
             try:
                 sub = gb.find_submission(row['step'], row['student_id'])

@@ -13,14 +13,13 @@ import queue
 import resource
 import shutil
 import signal
-import sqlite3
 import sys
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from course import cgroups, results, runner, sandbox, warm
+from course import cgroups, gradebook, results, runner, sandbox, warm
 from course.cells import over_budget, read
 from course.layout import ROOT, log_path, notebooks
 from course.progress import Progress
@@ -86,9 +85,8 @@ def prepare(selected, kernel, root=ROOT, duedates=None):
     with api.gradebook as gb:
         for student in sorted({student for _, student in jobs}):
             gb.update_or_create_student(student)
-    # Write-ahead logging: --jobs nbgrader processes then read the gradebook while one writes, instead of waiting for it.
-    with contextlib.closing(sqlite3.connect(Path(root) / 'gradebook.db')) as db:
-        db.execute('pragma journal_mode=wal')
+    # SQLite's write-ahead logging: --jobs nbgrader processes then read the gradebook while one writes (course.gradebook).
+    gradebook.prepare_for_workers(api.coursedir.db_url)
     return jobs
 
 
@@ -271,7 +269,7 @@ def grade_class(selected, kind, settings=None, timeout=180, workers=None, feedba
 
     from course.export import rows
 
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+    with Gradebook(gradebook.configured(root)) as gb:
         return rows(gb, root)
 
 

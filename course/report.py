@@ -19,8 +19,11 @@ def step_block(step, table, points):
              '"to grade": written answers await a human',
              f"{'student':<{width}}  {'status':<{swidth}}  " + ' '.join(f'{i:>2}' for i in range(1, len(points) + 1)) + '   auto']
     for r in table:
-        scores = ' '.join(f'{p:>2g}' for p in r['cells'].values())
-        auto = f"{r['autograded']:>3g}/{r['autograded_max']:g}"
+        if r['status'] == 'not submitted':  # missing, not a submission that scored zero
+            scores, auto = ' '.join(' -' for _ in r['cells']), 'missing'
+        else:
+            scores = ' '.join(f'{p:>2g}' for p in r['cells'].values())
+            auto = f"{r['autograded']:>3g}/{r['autograded_max']:g}"
         late = f"  late: -{r['late_submission_penalty']:g}" if r.get('late_submission_penalty') else ''
         lines.append(f"{r['student_id']:<{width}}  {r['status']:<{swidth}}  {scores}  {auto}"
                      f"{'  to grade' if r['needs_manual_grading'] else ''}{late}")
@@ -29,14 +32,17 @@ def step_block(step, table, points):
 
 
 def total_block(table):
-    """The course total per student: each step's score (late penalties applied) and the sum."""
+    """The course total per student: each step's score (late penalties applied; 'missing' where the student submitted
+    nothing, which counts 0 in the sum) and the sum."""
     students = totals(table)
     stepnames = list(dict.fromkeys(r['step'] for r in table))
+    missing = {(r['student_id'], r['step']) for r in table if r['status'] == 'not submitted'}
     width = max(len('student'), *(len(t['student_id']) for t in students))
     lines = ['course total (score per step after late penalties; written answers count once graded by hand)',
              f"{'student':<{width}}  " + '  '.join(f'{s:>8}' for s in stepnames) + '     total']
     for t in students:
-        lines.append(f"{t['student_id']:<{width}}  " + '  '.join(f'{t[s]:>8g}' for s in stepnames)
+        lines.append(f"{t['student_id']:<{width}}  "
+                     + '  '.join(f"{'missing' if (t['student_id'], s) in missing else format(t[s], 'g'):>8}" for s in stepnames)
                      + f"  {t['total']:>4g}/{t['total_max']:g}")
     return lines
 

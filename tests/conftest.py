@@ -168,3 +168,8 @@ def colab(tmp_path_factory):
 
     kernel.jupyter_path = folder  # JUPYTER_PATH for a tool that finds kernels by name (nbval's --nbval-kernel-name)
     return kernel
+
+
+# tests/hub/ (make test-hub) starts PostgreSQL and a JupyterHub and creates Unix users: plain make test leaves it out;
+# `pytest tests/hub` (an explicit path) still collects it.
+collect_ignore = ['hub']

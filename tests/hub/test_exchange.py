@@ -1,0 +1,163 @@
+"""The whole loop through nbgrader's exchange, for every step of source/, with real Unix users and the gradebook on
+PostgreSQL: the instructor releases (nbgrader release_assignment); five students fetch, work and submit as themselves
+(one on time with the solution, one on time with a mistake from the step's bank, one twice: a mistake then the solution,
+one after the due date, one never); the instructor collects, grades with the course's own grader (sandboxed, warm, with
+its feedback pages and class report) and releases the feedback; the students fetch it.
+
+The due date is nbgrader's, in the gradebook, set between the on-time submissions and the late one (no waiting for a
+deadline in real time); lateness is judged from the timestamps nbgrader's submit wrote. This class's policy, in the
+course's nbgrader_config.py as an instructor would set it: a late submission scores zero (nbgrader's
+LateSubmissionPlugin), so that a late penalty shows."""
+
+import datetime
+import re
+
+import pytest
+from classloop import Course, Student, in_parallel, mistake_cells, theirs, work_for
+from hubkit import NO_SANDBOX
+
+from course import sandbox
+from course.layout import autograded_points, notebooks, steps
+
+STEPS = steps()
+ROLES = ('ontime', 'mistake', 'twice', 'late', 'never')
+POLICY = "c.LateSubmissionPlugin.penalty_method = 'zero'  # this class: a late submission scores zero"
+
+pytestmark = pytest.mark.skipif(not sandbox.available(), reason=NO_SANDBOX)
+
+
+@pytest.fixture(scope='module')
+def loop(tmp_path_factory, unix_users, user_python, exchange, postgres):
+    course = Course(tmp_path_factory.mktemp('exchange') / 'course', exchange, postgres.database('exchange_loop'), POLICY)
+    students = {role: Student(unix_users(role), user_python, exchange) for role in ROLES}
+    ids = {role: s.user.name for role, s in students.items()}
+    # the roster, as an instructor enters it: every student is in the gradebook, whether they submit or not
+    roster = course.root / 'roster.csv'
+    roster.write_text('id,last_name,first_name\n' + ''.join(f'{ids[role]},{role},Student\n' for role in ROLES))
+    course.nbgrader('db', 'student', 'import', roster)
+    in_parallel([lambda step=step: course.nbgrader('release_assignment', step) for step in STEPS], workers=2)
+
+    def on_time(role):
+        s = students[role]
+        for step in STEPS if role != 'never' else ():  # the student who never submits never fetches either
+            s.fetch(step)
+            for kind in {'ontime': ['solution'], 'mistake': ['mistake'], 'twice': ['mistake', 'solution'],
+                         'late': [], 'never': []}[role]:
+                for name, nb in work_for(step, kind).items():
+                    s.work(step, name, nb)
+                s.submit(step)
+
+    in_parallel([lambda role=role: on_time(role) for role in ROLES])
+    # the due date: after every on-time submission, before the late one
+    due = datetime.datetime.now(datetime.timezone.utc)
+    dates = course.root / 'duedates.csv'
+    dates.write_text('name,duedate\n' + ''.join(f'{step},{due.isoformat()}\n' for step in STEPS))
+    course.nbgrader('db', 'assignment', 'import', dates)
+
+    def late(step):
+        for name, nb in work_for(step, 'solution').items():
+            students['late'].work(step, name, nb)
+        students['late'].submit(step)
+
+    in_parallel([lambda step=step: late(step) for step in STEPS], workers=2)
+    in_parallel([lambda step=step: course.nbgrader('collect', step) for step in STEPS], workers=2)
+    graded = course.grade()
+    in_parallel([lambda step=step: course.nbgrader('release_feedback', step) for step in STEPS], workers=2)
+    for role in ('ontime', 'mistake', 'twice', 'late'):
+        in_parallel([lambda step=step, s=students[role]: s.fetch_feedback(step) for step in STEPS], workers=2)
+    return {'course': course, 'students': students, 'ids': ids, 'due': due, 'out': graded,
+            'inbound': course.inbound(), 'ours': read_ours(course), 'theirs': theirs(course)}
+
+
+def read_ours(course):
+    from classloop import read_csv
+
+    return read_csv(course.root / 'grades.csv', ('step', 'student_id'))
+
+
+def test_the_course_grader_graded_the_exchange_class_in_warm_sandboxed_kernels(loop):
+    assert 'grading with warm kernels' in loop['out'], loop['out'][-3000:]
+    assert (loop['course'].root / 'reports' / 'index.html').is_file(), 'the class report'
+
+
+def test_collect_took_each_students_latest_submission(loop):
+    """Every student who submitted is in submitted/ with their last submission's timestamp; the resubmission replaced
+    the first; the student who never submitted is not there."""
+    root, ids = loop['course'].root, loop['ids']
+    wrong = []
+    for (student, step), stamps in loop['inbound'].items():
+        collected = (root / 'submitted' / student / step / 'timestamp.txt').read_text().strip()
+        if collected.replace(' ', '') != stamps[-1].replace(' ', ''):
+            wrong.append((student, step, collected, stamps))
+    assert not wrong, wrong
+    assert all(len(loop['inbound'][(ids['twice'], step)]) == 2 for step in STEPS), 'the twice student submitted twice'
+    assert not (root / 'submitted' / ids['never']).exists(), 'the student who never submitted is not in submitted/'
+
+
+@pytest.mark.parametrize('step', STEPS)
+def test_grades_late_penalties_and_statuses(loop, step):
+    rows = {role: loop['ours'][(step, loop['ids'][role])] for role in ROLES}
+    points = autograded_points(step)
+    full = sum(points.values())
+    for role in ('ontime', 'twice'):  # the twice student's second submission, the solution, is what was graded
+        r = rows[role]
+        assert (r['status'], float(r['autograded']), float(r['late_submission_penalty'])) == ('graded', full, 0), (role, r)
+    r = rows['mistake']
+    cells = loop['course'].root / 'grades-cells.csv'
+    from classloop import read_csv
+
+    scores = {k[2]: float(v['score']) for k, v in read_csv(cells, ('student_id', 'step', 'grade_id')).items()
+              if k[:2] == (loop['ids']['mistake'], step)}
+    lost = [g for g in mistake_cells(step) if scores[g] >= points[g]]
+    assert r['status'] == 'graded' and not lost, f'the mistake should lose points in {lost}: {scores}'
+    r = rows['late']  # graded in full, then zeroed by the class's late policy
+    assert r['status'] == 'graded' and float(r['autograded']) == full, r
+    assert float(r['late_submission_penalty']) == float(r['raw_score']) > 0 and float(r['score']) == 0, r
+    assert r['timestamp'] > r['duedate'], r
+    r = rows['never']
+    assert (r['status'], r['timestamp']) == ('not submitted', ''), r
+    on_time = [rows[role] for role in ('ontime', 'mistake', 'twice')]
+    assert all(x['timestamp'] <= x['duedate'] for x in on_time), on_time
+
+
+def test_scores_are_those_of_nbgraders_own_export(loop):
+    """raw score, late penalty, score and timestamp of every student and step, ours (grades.csv) against nbgrader's
+    CsvExportPlugin on the same gradebook."""
+    ours, theirs = loop['ours'], loop['theirs']
+    assert set(ours) == set(theirs) and len(ours) == len(STEPS) * len(ROLES), (sorted(ours), sorted(theirs))
+    differ = [(k, c, ours[k][c], theirs[k][c]) for k in theirs for c in ('raw_score', 'late_submission_penalty', 'score')
+              if float(ours[k][c] or 0) != float(theirs[k][c] or 0)]
+    differ += [(k, 'timestamp', ours[k]['timestamp'], theirs[k]['timestamp']) for k in theirs
+               if ours[k]['timestamp'][:19] != (theirs[k]['timestamp'] or '')[:19]]
+    assert not differ, differ
+
+
+def test_a_missing_submission_shows_as_missing_not_as_zero(loop):
+    """The student who never submitted: 'missing' in the grade table and the course total, where the late student, who
+    scored zero, shows 0."""
+    never, late = loop['ids']['never'], loop['ids']['late']
+    table = [line for line in loop['out'].splitlines() if line.startswith((never, late))]
+    assert table and all('missing' in line for line in table if line.startswith(never)), table
+    assert not any('missing' in line for line in table if line.startswith(late)), table
+
+
+@pytest.mark.parametrize('role', ('ontime', 'mistake', 'twice', 'late'))
+def test_students_fetch_the_feedback_of_their_graded_submission(loop, role):
+    """Each student who submitted fetched one feedback page per notebook of each step, for the submission that was
+    graded (the resubmission's, not the first's), showing the score the gradebook holds."""
+    s, student = loop['students'][role], loop['ids'][role]
+    for step in STEPS:
+        fetched = s.feedback(step)
+        last = loop['inbound'][(student, step)][-1]
+        assert list(fetched) == [last], f'{student} {step}: feedback for {list(fetched)}, graded submission {last}'
+        pages = fetched[last]
+        assert sorted(pages) == [n.replace('.ipynb', '.html') for n in notebooks(step)], pages.keys()
+        row = loop['ours'][(step, student)]
+        shown = re.findall(r'Score: ([\d.]+) / ([\d.]+)', ' '.join(pages.values()))
+        assert shown and float(shown[0][0]) == float(row['raw_score']), (student, step, shown, row['raw_score'])
+
+
+def test_the_student_who_never_submitted_fetches_no_feedback(loop):
+    s, step = loop['students']['never'], STEPS[0]
+    done = s.run('nbgrader', 'fetch_feedback', step, check=False)
+    assert s.feedback(step) == {}, done.stdout + done.stderr

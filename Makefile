@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 JUPYTER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test test-browser pictures build check data grade mutants bench system clean publish collect test-hub
+.PHONY: demo test test-browser pictures build check data grade mutants bench system clean publish collect test-hub hub
 
 demo: data build  ## build the release and solution, autograde a demo class, print its grades
 	$(BIN)/python -m course.grade --demo
@@ -102,6 +102,32 @@ $(VENV)/.installed: requirements.txt
 	@# as it is (torch ships one in Python 3.12's syntax).
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
 	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null || true
+	touch $@
+
+# The class's hub (hub/jupyterhub_config.py, docs/hub.md), as root: Debian's nodejs and npm when missing, the proxy from
+# npm into hub/node_modules (hub/package-lock.json, never global), and the environment every account's server runs
+# from, at HUB_ENV: the system's python3.11 (readable by every account, unlike a Python in root's home) with
+# requirements.txt, and hub/roles/ beside it. Rebuilt when requirements.txt changes.
+HUB_ENV ?= /opt/transformer-hub
+HUB_PYTHON ?= /usr/bin/python3.11
+hub: hub/node_modules/.installed $(HUB_ENV)/.installed  ## as root: install the hub (proxy, shared environment) for hub/jupyterhub_config.py
+	rm -rf $(HUB_ENV)/share/course-hub/roles
+	mkdir -p $(HUB_ENV)/share/course-hub
+	cp -r hub/roles $(HUB_ENV)/share/course-hub/roles
+	chmod -R a+rX $(HUB_ENV)
+
+hub/node_modules/.installed: hub/package.json hub/package-lock.json
+	@command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends nodejs npm >/dev/null; } \
+	  || { echo "error: no npm: as root, apt-get install nodejs npm"; exit 1; }
+	npm ci --prefix hub --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(HUB_ENV)/.installed: requirements.txt
+	@[ -x $(HUB_PYTHON) ] || { echo "error: no $(HUB_PYTHON): apt install python3.11 python3.11-venv (or HUB_PYTHON=...)"; exit 1; }
+	mkdir -p $(HUB_ENV)
+	$(HUB_PYTHON) -m venv $(HUB_ENV)
+	$(HUB_ENV)/bin/pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
+	$(HUB_ENV)/bin/python -m compileall -q -j 0 $(HUB_ENV)/lib >/dev/null || true
 	touch $@
 
 clean:  ## remove everything generated that is not committed (keeps input.txt and .venv)

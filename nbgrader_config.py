@@ -61,6 +61,10 @@ c.CourseDirectory.ignore = ['.ipynb_checkpoints', '*.pyc', '__pycache__', 'feedb
 # Nor any file a browser would run as a page or script (.html, .svg, .js ... : course/active_content.py).
 c.CourseDirectory.ignore += WEB_FILES
 
+# On a hub (hub/, docs/hub.md), nbgrader's exchange: collect skips a submission that another Unix account put in the
+# exchange under a student's name (nbgrader's own collect warns and takes it). Without an exchange, nothing changes.
+c.ExchangeFactory.collect = 'course.exchange_collect.OwnerCheckedCollect'
+
 # The stub students see in place of each solution region, and in each written answer.
 c.ClearSolutions.code_stub = {'python': CODE_STUB}
 c.ClearSolutions.text_stub = TEXT_STUB

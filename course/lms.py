@@ -53,8 +53,8 @@ def read_roster(path):
         raise Refused(f'{path}: no such roster: write a CSV with the columns {", ".join(ROSTER_COLUMNS)}')
     try:
         with open(path, newline='', encoding='utf-8-sig') as f:
-            rows = list(csv.DictReader(f))
-            header = rows and list(rows[0]) or []
+            reader = csv.DictReader(f)
+            rows, header = list(reader), reader.fieldnames or []
     except (UnicodeDecodeError, csv.Error) as e:
         raise Refused(f'{path}: not a UTF-8 CSV ({e}): save the roster as CSV UTF-8') from None
     missing = [c for c in ROSTER_COLUMNS if c not in header]
@@ -147,8 +147,9 @@ def read_times(path):
     if not path.is_file():
         raise Refused(f'{path}: no such times file: write a CSV with the columns file, timestamp')
     with open(path, newline='', encoding='utf-8-sig') as f:
-        rows = list(csv.DictReader(f))
-    if rows and not {'file', 'timestamp'} <= set(rows[0]):
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    if not {'file', 'timestamp'} <= set(reader.fieldnames or []):
         raise Refused(f'{path}: no column file or timestamp (a times file has the columns file, timestamp)')
     out = {}
     for line, row in enumerate(rows, start=2):
@@ -454,6 +455,9 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
                           f'{NAMINGS[lms].name} names them (is it a {NAMINGS[other].name} download?)']
     others = [f'not collected: {path}: a notebook of {d.step}, and --step is {only_step}'
               for path, d in sorted(chosen.items()) if d.step not in present]
+    names = {i.filename for i in infos}
+    others += [f'note: {times_path}: {name!r} names no file of the download: its time was not used (check the name)'
+               for name in sorted(times) if name not in names]
     c = runner.config(root=root)
     with Gradebook(c.CourseDirectory.db_url, c.CourseDirectory.course_id) as gb:
         import_roster(roster, gb)

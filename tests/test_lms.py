@@ -114,11 +114,15 @@ def test_moodle_download_needs_the_instructors_times_to_choose_between_two_files
     times.write_text('file,timestamp\n'
                      f'{L.moodle(L.BOB, L.NOTEBOOK)},2026-12-01 20:00:00+00:00\n'
                      f'"{L.moodle(L.BOB, L.STEM + " (1).ipynb")}",2026-12-01 21:00:00+00:00\n'
-                     f'{L.moodle(L.CAROL, L.STEM.replace("_", " ") + ".ipynb")},2026-12-02 01:30:00+01:00\n')
+                     f'{L.moodle(L.CAROL, L.STEM.replace("_", " ") + ".ipynb")},2026-12-02 01:30:00+01:00\n'
+                     f'{L.moodle(L.CAROL, L.NOTEBOOK)},2026-12-03 00:00:00\n')  # a typo: no such file
     code, out, err = collect(course, download, 'moodle', '--times', str(times))
     assert code == 0, err
     assert [sent_by(course, s) for s in ('alice', 'bob', 'carol')] == ['alice', 'bob-new', 'carol']
     assert (course / 'submitted' / 'carol' / L.STEP / 'timestamp.txt').read_text() == '2026-12-02 00:30:00'
+    assert [line for line in out if line.startswith('note: ')] == [
+        f'note: {times}: {L.moodle(L.CAROL, L.NOTEBOOK)!r} names no file of the download: its time was not used (check the '
+        'name)'], out
     assert (course / 'submitted' / 'bob' / L.STEP / 'timestamp.txt').read_text() == '2026-12-01 21:00:00'
     # Carol's file now has a time: the new copy replaced the first, which is kept; Alice's is unchanged
     assert any(line.startswith('replaced: carol') for line in out) and any(line.startswith('unchanged: alice') for line in out)

@@ -31,6 +31,7 @@ HANDIN = ('lms', 'hub')
 # What students need to run a step locally, pinned as this course's requirements.txt pins them (jupyterlab brings the
 # kernel); what the notebooks import is tested in Colab's own versions too (docs/colab.md).
 LOCAL_PACKAGES = ('torch', 'numpy', 'matplotlib', 'jupyterlab')
+CPU_INDEX = 'https://download.pytorch.org/whl/cpu'
 LICENSE = """\
 This course material (the notebooks, their text, figures and code, and the trained checkpoint) is licensed under the
 Creative Commons Attribution 4.0 International License (CC BY 4.0): you may share and adapt it, for any purpose, if you
@@ -92,7 +93,10 @@ def schedule(config, root=ROOT):
             raise PublishError(f'{where}: give both release and due (or neither, for a self-paced course)')
         if release and due <= release:
             raise PublishError(f'{where}: due ({due.isoformat()}) is not after release ({release.isoformat()})')
-        out[step] = Dates(release, due, bool(entry.get('solution', False)))
+        solution = entry.get('solution', False)
+        if not isinstance(solution, bool):
+            raise PublishError(f'{where} solution is {solution!r}: write true or false, unquoted')
+        out[step] = Dates(release, due, solution)
     dated = [s for s, d in out.items() if d.release]
     if dated and len(dated) != len(out):
         undated = [s for s in out if s not in dated]
@@ -189,6 +193,10 @@ def student_tree(config, now, root=ROOT):
     if handin not in HANDIN:
         raise PublishError(f'course.toml: [publish] handin is {handin!r}: say "lms" (an upload to the LMS) or "hub" '
                            '(nbgrader\'s exchange on JupyterHub)')
+    url = config.get('publish', {}).get('handin_url')
+    if url is not None and not (isinstance(url, str) and re.fullmatch(r'https?://[^\s<>]+', url)):
+        raise PublishError(f'course.toml: [publish] handin_url is {url!r}: give the address where students hand in, '
+                           'https://...')
     plan = []  # (source path, student path)
     for step in steps(root):
         if not st[step].open:
@@ -213,6 +221,12 @@ def student_tree(config, now, root=ROOT):
     tree.files['.gitignore'] = b'# the data each notebook downloads next to itself, and JupyterLab\'s autosaves\n' \
                                b'input.txt\ninput.txt.part\n.ipynb_checkpoints/\n'
     tree.files['requirements.txt'] = local_requirements(root).encode()
+    mine = re.compile(rf'(?<![\w.-]){re.escape(config.get("github", ""))}(?![\w.-])'.encode())
+    for path, data in sorted(tree.files.items()):
+        if config.get('github') and not path.endswith('.pt') and mine.search(data):
+            raise PublishError(f'{path} would name this repository, {config["github"]}, in a way make publish does not '
+                               'point at the student repository (a link to no file?): take it out of source/ and run '
+                               'make build')
     return tree.files, st
 
 
@@ -220,33 +234,43 @@ def local_requirements(root=ROOT):
     pins = [line.split('#')[0].strip() for line in (Path(root) / 'requirements.txt').read_text().splitlines()]
     chosen = [p for p in pins if p.split('==')[0].lower() in LOCAL_PACKAGES]
     return ('# To run the notebooks on your own machine (Python 3.11): python -m pip install -r requirements.txt\n'
-            + ''.join(f'{p}\n' for p in chosen))
+            '# PyTorch\'s own index of CPU builds: there torch 2.13.0 is 2.13.0+cpu, which sorts above PyPI\'s 2.13.0 (on\n'
+            '# Linux, the multi-GB CUDA build), so pip takes it. Every step runs on a CPU.\n'
+            f'--extra-index-url {CPU_INDEX}\n' + ''.join(f'{p}\n' for p in chosen))
 
 
-HANDIN_TEXT = {
-    'lms': """\
-Hand in each step on the course's LMS, in the step's assignment, before its due date.
+# What the student README says of handing in is kept in docs/, one text that instructors read there and students in the
+# README: (file, heading) of the section, by [publish] handin. Its links must be full addresses (students have no docs/).
+STUDENT_TEXT = {'lms': ('docs/lms.md', 'For students'), 'hub': ('docs/publishing.md', 'For students on the hub')}
 
-- **From Colab:** run every cell (Runtime > Run all) and check that the tests you can see pass, then
-  **File > Download > Download .ipynb**, and upload that file to the step's assignment on the LMS, named as the step's
-  notebook (for example `step1_data_and_tokenizer.ipynb`) if you can: the grader expects that name. A copy you saved in
-  Drive is called `Copy of ...`: File > Rename takes the prefix off before you download. Colab keeps your work in your
-  own Google Drive, not in this repository: the upload is the hand-in.
-- **From your machine:** upload the `.ipynb` you worked in, under the same name.
 
-The autograder runs your notebook after the due date, with tests you do not see as well as the ones you do; written
-answers are read by a person.""",
-    'hub': """\
-Hand in each step on the course's JupyterHub, with nbgrader's Assignments tab, before its due date.
+def student_text(handin, root=ROOT):
+    """The docs section that tells students how to hand in (STUDENT_TEXT), without its heading."""
+    rel, heading = STUDENT_TEXT[handin]
+    m = re.search(rf'^## {re.escape(heading)}\n(.*?)(?=^## |\Z)', (Path(root) / rel).read_text(), re.S | re.M)
+    if not m or not m[1].strip():
+        raise PublishError(f'{rel}: no "## {heading}" section, which the student README says of handing in: restore it')
+    relative = re.search(r'\]\((?![a-z]+:)([^)]*)\)', m[1])
+    if relative:
+        raise PublishError(f'{rel}: "## {heading}" links {relative[1]}, which the student repository does not have: '
+                           'link a full https:// address')
+    return m[1].strip()
 
-Log in to the hub, open **Assignments**, **Fetch** the step (the hub gives you the same notebook as this repository),
-work in that copy, press **Validate** to run every test you can see, then **Submit**. You may submit again until the due
-date: the latest submission counts. A notebook you worked on in Colab or on your machine is handed in the same way:
-upload its `.ipynb` into the step's folder on the hub, over the fetched one and under the same name, then Submit.
 
-The autograder runs your submission after the due date, with tests you do not see as well as the ones you do; written
-answers are read by a person. When your instructor releases feedback, the same tab fetches it.""",
-}
+def late_rule(root=ROOT):
+    """What happens to work handed in after its due date, in one sentence, as the course's nbgrader_config.py sets it
+    (the one place the rule is kept): nbgrader's LateSubmissionPlugin penalty_method, or another plugin."""
+    from course import runner
+
+    c = runner.config(root=root)
+    plugin = c.AssignLatePenalties.get('plugin_class', 'nbgrader.plugins.LateSubmissionPlugin')
+    name = plugin if isinstance(plugin, str) else f'{plugin.__module__}.{plugin.__qualname__}'
+    if name not in ('nbgrader.plugins.LateSubmissionPlugin', 'nbgrader.plugins.latesubmission.LateSubmissionPlugin'):
+        return 'Work handed in after its due date loses points by the course\'s own rule: your instructor says which.'
+    if c.LateSubmissionPlugin.get('penalty_method', 'none') == 'zero':
+        return ('Work handed in after its due date scores 0: it is still graded, and you get its feedback, but its points '
+                'do not count.')
+    return 'Work handed in after its due date is graded as if it were on time.'
 
 
 def readme(tree, dates, st, handin, root):
@@ -280,10 +304,14 @@ def readme(tree, dates, st, handin, root):
                 'Dates are in the timezone shown.')
         if any(st[s].solution for s in st):
             pace += ' After a step is past due, its worked solution may appear beside it (`solution/`).'
-    handin_text = HANDIN_TEXT[handin]
+    handin_text = student_text(handin, root)
     url = tree.config.get('publish', {}).get('handin_url')
     if url:
         handin_text += f'\n\nWhere: <{url}>'
+    handin_text += ('\n\nThe autograder runs your notebook after the due date, with tests you do not see as well as the '
+                    'ones you do; written answers are read by a person.')
+    if not self_paced(dates):
+        handin_text += f' {late_rule(root)}'
     return f"""# Build a transformer from scratch
 
 Six Jupyter notebooks in which you build a small GPT on Tiny Shakespeare, one piece per step: the data and a character
@@ -300,8 +328,9 @@ block, and the tiny GPT itself. Every step runs on a CPU in seconds.
 
 - **On Colab:** press the step's **Open in Colab** badge; then File > Save a copy in Drive, so that your work is kept.
   The notebook downloads the data (and Step 6 its trained model) itself and checks them.
-- **On your machine:** Python 3.11; `python -m pip install -r requirements.txt` once, then `jupyter lab` in this folder
-  and open the step's notebook.
+- **On your machine:** Python 3.11; `python -m pip install -r requirements.txt` once (it takes PyTorch's CPU build from
+  PyTorch's own index, not the multi-GB CUDA build: every step runs on a CPU), then `jupyter lab` in this folder and
+  open the step's notebook.
 
 In each notebook, fill in every cell marked `# YOUR CODE HERE` (replace the `raise NotImplementedError(...)` line, keep
 the signature and the docstring) and every `YOUR ANSWER HERE`. The cells that start with `\"\"\"Check that ...\"\"\"`
@@ -380,6 +409,9 @@ def publish(out=None, now=None, root=ROOT, config=None, force=False):
     now = now or datetime.now(timezone.utc)
     if now.tzinfo is None:
         raise PublishError(f'--now {now.isoformat()} has no timezone: add one, as in 2027-01-11T09:00:00+00:00')
+    if out is None and now > datetime.now(timezone.utc):
+        raise PublishError(f'--now {now.isoformat()} is later than the clock: that would put steps not yet open into '
+                           'the folder you push to students; give --out (OUT=) a preview folder too')
     out = Path(out) if out else root / config.get('publish', {}).get('folder', 'student')
     files, st = student_tree(config, now, root)
     lines = write(files, out, force)

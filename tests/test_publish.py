@@ -13,7 +13,7 @@ import pytest
 from course.build import REPO_LINK, _parts
 from course.cells import read
 from course.layout import ROOT, notebooks, settings, steps
-from course.publish import MANIFEST, PublishError, main, publish, schedule
+from course.publish import CPU_INDEX, MANIFEST, STUDENT_TEXT, PublishError, late_rule, main, publish, schedule, student_text
 from course.reproduced import own_secret_lines
 
 WEEK = timedelta(days=7)
@@ -217,6 +217,7 @@ def test_a_folder_make_publish_did_not_write_is_refused(tmp_path, capsys):
     ({'release': 'next monday', 'due': '2027-01-11T09:00:00+00:00'}, 'not an ISO 8601'),
     ({'due': '2027-01-11T09:00:00+00:00'}, 'give both'),
     ({'relase': '2027-01-11T09:00:00+00:00'}, 'only release, due and solution'),
+    ({'solution': 'false'}, "solution is 'false': write true or false, unquoted"),
 ])
 def test_a_bad_schedule_says_what_to_fix(entry, said):
     c = config()
@@ -242,13 +243,105 @@ def test_now_without_a_timezone_is_refused(capsys):
 
 
 @pytest.mark.parametrize('handin', ['lms', 'hub'])
-def test_the_readme_says_how_to_hand_in(tmp_path, handin):
+def test_the_readme_hands_in_as_the_docs_tell_students_with_the_late_rule_of_nbgrader_config(tmp_path, handin):
+    """The README's "Handing in" is the docs section that tells students (docs/lms.md's For students, or
+    docs/publishing.md's For students on the hub), as it is, and not the other one; then the late rule that
+    nbgrader_config.py sets ('zero')."""
     c = config()
-    c['publish'] = {**c['publish'], 'handin': handin}
+    c['publish'] = {**c['publish'], 'handin': handin, 'handin_url': 'https://lms.example.edu/course/7'}
     publish(tmp_path, MID_NOW, config=c)
-    readme = (tmp_path / 'README.md').read_text()
-    says = {'lms': 'File > Download > Download .ipynb', 'hub': 'Submit'}[handin]
-    assert says in readme and {'lms': 'hub', 'hub': 'LMS'}[handin] not in readme.split('## Handing in')[1].split('##')[0]
+    section = (tmp_path / 'README.md').read_text().split('## Handing in\n')[1].split('\n## ')[0]
+    other = next(h for h in STUDENT_TEXT if h != handin)
+    assert student_text(handin) in section and student_text(other) not in section, section
+    assert 'Where: <https://lms.example.edu/course/7>' in section
+    assert 'after its due date scores 0' in section, 'nbgrader_config.py gives late work 0: the README should say so'
+
+
+def test_the_hub_text_names_nbgraders_own_buttons():
+    """Every button and heading the hub text puts in bold is a label of nbgrader's JupyterLab extension, as installed."""
+    import sys
+
+    bundle = Path(sys.prefix) / 'share' / 'jupyter' / 'labextensions' / '@jupyter' / 'nbgrader' / 'static'
+    js = '\n'.join(p.read_text(errors='replace') for p in bundle.glob('*.js'))
+    assert 'Fetch Feedback' in js, f'nbgrader\'s JupyterLab extension is not at {bundle}'
+    named = [label for bold in re.findall(r'\*\*(.+?)\*\*', student_text('hub'))
+             for label in re.split(r' > ', bold.strip('()'))]
+    assert len(named) >= 8, named
+    missing = [label for label in named if label not in js]
+    assert not missing, f'the hub text names what nbgrader\'s Assignments panel does not show: {missing}'
+
+
+@pytest.mark.parametrize('settings_line, says', [
+    ("c.LateSubmissionPlugin.penalty_method = 'zero'", 'scores 0'),
+    ("c.LateSubmissionPlugin.penalty_method = 'none'", 'as if it were on time'),
+    ('', 'as if it were on time'),  # nbgrader's default
+    ("c.AssignLatePenalties.plugin_class = 'mycourse.HalfOff'", "course's own rule"),
+])
+def test_the_late_rule_is_read_from_nbgrader_config(tmp_path, settings_line, says):
+    (tmp_path / 'nbgrader_config.py').write_text(f'c = get_config()  # noqa: F821\n{settings_line}\n')
+    assert says in late_rule(tmp_path)
+
+
+def test_the_local_install_takes_the_cpu_build_of_torch(tmp_path):
+    """pip itself, offline, on the published requirements.txt: offered torch 2.13.0 (PyPI's: on Linux, the CUDA build)
+    and 2.13.0+cpu (PyTorch's CPU index, which the file names), it takes the CPU build; the file is one pip reads."""
+    import os
+    import subprocess
+    import sys
+    import zipfile
+
+    from packaging.version import Version
+
+    publish(tmp_path / 'student', MID_NOW, config=MID)
+    lines = (tmp_path / 'student' / 'requirements.txt').read_text().splitlines()
+    assert f'--extra-index-url {CPU_INDEX}' in lines, lines
+    pins = dict(line.split('==') for line in lines if line and not line.startswith(('#', '-')))
+    assert pins['torch'] == '2.13.0' and Version('2.13.0+cpu') > Version('2.13.0')
+    wheels = tmp_path / 'wheels'
+    wheels.mkdir()
+    for name, version in [*pins.items(), ('torch', '2.13.0+cpu')]:
+        info = f'{name}-{version}.dist-info'
+        with zipfile.ZipFile(wheels / f'{name}-{version}-py3-none-any.whl', 'w') as z:
+            z.writestr(f'{info}/METADATA', f'Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n')
+            z.writestr(f'{info}/WHEEL', 'Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n')
+            z.writestr(f'{info}/RECORD', '')
+    env = {k: v for k, v in os.environ.items() if not k.startswith('PIP_')} | {'PIP_CONFIG_FILE': os.devnull}
+    done = subprocess.run([sys.executable, '-m', 'pip', 'install', '--dry-run', '--no-deps', '--ignore-installed',
+                           '--no-index', '--find-links', str(wheels), '--report', str(tmp_path / 'report.json'),
+                           '--quiet', '-r', str(tmp_path / 'student' / 'requirements.txt')],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    chosen = {i['metadata']['name']: i['metadata']['version']
+              for i in json.loads((tmp_path / 'report.json').read_text())['install']}
+    assert chosen == {**pins, 'torch': '2.13.0+cpu'}, chosen
+
+
+def test_a_future_now_is_refused_unless_written_elsewhere(tmp_path):
+    """NOW=next month without OUT would put steps not yet open into the folder pushed to students."""
+    later = datetime.now(timezone.utc) + timedelta(days=30)
+    with pytest.raises(PublishError, match='later than the clock'):
+        publish(None, later, config=MID)
+    publish(tmp_path, later, config=MID)
+
+
+def test_anything_still_naming_this_repository_is_refused(tmp_path, monkeypatch):
+    """A mention of this repository that relinking did not point at the student repository (a link to its front page,
+    say) stops publishing, naming the file."""
+    import course.publish as P
+
+    c = settings(ROOT)
+    monkeypatch.setattr(P, 'local_requirements', lambda root: f'# from https://github.com/{c["github"]}\n')
+    with pytest.raises(PublishError, match=r'^requirements.txt would name this repository'):
+        publish(tmp_path, MID_NOW, config=MID)
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_handin_url_that_is_no_address_is_refused(tmp_path):
+    c = config()
+    c['publish'] = {**c['publish'], 'handin_url': 'the usual place'}
+    with pytest.raises(PublishError, match=r"^course.toml: \[publish\] handin_url is 'the usual place'"):
+        publish(tmp_path, MID_NOW, config=c)
+    assert not any(tmp_path.iterdir())
 
 
 def test_the_published_notebooks_are_the_releases_and_solutions_with_student_links(tmp_path):

@@ -23,7 +23,8 @@ def main(argv=None, root=ROOT):
     ap.add_argument('--roster', default=str(root / 'roster.csv'),
                     help='the roster CSV: id, first_name, last_name, email, lms_id (default: roster.csv)')
     ap.add_argument('--due', help="the step's due date, ISO 8601 (UTC without an offset); kept in the gradebook "
-                                  "(nbgrader's late penalty compares each submission's time with it)")
+                                  "(nbgrader's late penalty compares each submission's time with it). Default: the "
+                                  "gradebook's, else course.toml's [schedule] due date")
     ap.add_argument('--times', help='a CSV (file, timestamp) of the time each file was submitted, where the download '
                                     'carries none (Moodle) or only a late mark (Canvas)')
     ap.add_argument('--step', choices=steps(root), help='the step the download is for (default: from the files\' names)')

@@ -45,24 +45,31 @@ class Student(NamedTuple):
     lms_id: str
 
 
-def read_roster(path):
-    """{lms_id: Student} from a roster CSV (ROSTER_COLUMNS, one header row); Refused on a missing column, an id that is
-    not a plain folder name, or an id or LMS id given twice."""
+def read_table(path, columns, what):
+    """[(value of each column, stripped)] of each row of a CSV the instructor wrote (UTF-8, a header row naming at least
+    columns); Refused, naming the file: none there, not a UTF-8 CSV, or a column missing."""
     path = Path(path)
     if not path.is_file():
-        raise Refused(f'{path}: no such roster: write a CSV with the columns {", ".join(ROSTER_COLUMNS)}')
+        raise Refused(f'{path}: no such {what}: write a CSV with the columns {", ".join(columns)}')
     try:
         with open(path, newline='', encoding='utf-8-sig') as f:
             reader = csv.DictReader(f)
             rows, header = list(reader), reader.fieldnames or []
     except (UnicodeDecodeError, csv.Error) as e:
-        raise Refused(f'{path}: not a UTF-8 CSV ({e}): save the roster as CSV UTF-8') from None
-    missing = [c for c in ROSTER_COLUMNS if c not in header]
+        raise Refused(f'{path}: not a UTF-8 CSV ({e}): save the {what} as CSV UTF-8') from None
+    missing = [c for c in columns if c not in header]
     if missing:
-        raise Refused(f'{path}: no column {", ".join(missing)} (a roster has the columns {", ".join(ROSTER_COLUMNS)})')
+        raise Refused(f'{path}: no column {", ".join(missing)} (a {what} has the columns {", ".join(columns)})')
+    return [tuple((row[c] or '').strip() for c in columns) for row in rows]
+
+
+def read_roster(path):
+    """{lms_id: Student} from a roster CSV (ROSTER_COLUMNS, one header row); Refused on a missing column, an id that is
+    not a plain folder name, or an id or LMS id given twice."""
+    rows = read_table(path, ROSTER_COLUMNS, 'roster')
     out, ids = {}, set()
     for line, row in enumerate(rows, start=2):
-        s = Student(*((row[c] or '').strip() for c in ROSTER_COLUMNS))
+        s = Student(*row)
         if not STUDENT_ID.fullmatch(s.id):
             raise Refused(f'{path}, line {line}: id {s.id!r} is not a plain name (letters, digits, . _ -): fix it')
         if not s.lms_id.isdigit():
@@ -136,27 +143,25 @@ MOODLE = r'(?:.*/)?(?P<full_name>[^/]+?)_(?P<lms_id>\d+)_assignsubmission_file(?
 NAMINGS = {'canvas': Naming('Canvas', CANVAS), 'moodle': Naming('Moodle', MOODLE)}
 
 
+def iso_utc(text):
+    """An ISO 8601 date-time (without an offset: UTC) as a UTC datetime without tzinfo, as nbgrader keeps times;
+    ValueError for anything else. nbgrader's parse_utc would guess (dateutil reads 'monday' as a date, and 02/12/2026 as
+    February): a time that decides a late penalty is never guessed."""
+    t = datetime.fromisoformat(text.strip())
+    return t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+
+
 def read_times(path):
     """{path in the download: UTC datetime (naive)} from the instructor's times CSV (columns file, timestamp: ISO 8601;
     without an offset, UTC)."""
-    from nbgrader.utils import parse_utc
-
     if not path:
         return {}
-    path = Path(path)
-    if not path.is_file():
-        raise Refused(f'{path}: no such times file: write a CSV with the columns file, timestamp')
-    with open(path, newline='', encoding='utf-8-sig') as f:
-        reader = csv.DictReader(f)
-        rows = list(reader)
-    if not {'file', 'timestamp'} <= set(reader.fieldnames or []):
-        raise Refused(f'{path}: no column file or timestamp (a times file has the columns file, timestamp)')
     out = {}
-    for line, row in enumerate(rows, start=2):
+    for line, (name, when) in enumerate(read_table(path, ('file', 'timestamp'), 'times file'), start=2):
         try:
-            out[row['file'].strip()] = parse_utc(row['timestamp'].strip())
+            out[name] = iso_utc(when)
         except (ValueError, OverflowError):
-            raise Refused(f'{path}, line {line}: {row["timestamp"]!r} is not a time (write 2026-12-01 23:59:00+00:00)') from None
+            raise Refused(f'{path}, line {line}: {when!r} is not a time (write 2026-12-01 23:59:00+00:00)') from None
     return out
 
 
@@ -315,14 +320,12 @@ class LmsCollector(FileNameCollectorPlugin):
     def decide(self):
         """classify() every file the extractor wrote (once)."""
         if getattr(self, 'decisions', None) is None:
-            from nbgrader.utils import parse_utc
-
             app = self.parent
             self.extracted = Path(app._format_collect_path(app.extracted_directory))
             archive = next(Path(app._format_collect_path(app.archive_directory)).iterdir())
             self.prefix = self.extracted / archive.stem
             paths = [p.relative_to(self.prefix).as_posix() for p in self.prefix.rglob('*') if p.is_file()]
-            due = {app.coursedir.assignment_id: parse_utc(self.due) if self.due else None}
+            due = {app.coursedir.assignment_id: iso_utc(self.due) if self.due else None}
             chosen, self.lines = classify(paths, self.lms, read_roster(self.roster), read_times(self.times), due,
                                           Path(app.coursedir.root), self.named_regexp)
             step = app.coursedir.assignment_id
@@ -423,12 +426,26 @@ def zip_collect(step, zip_path, lms, roster_path, times_path, due, staging, root
     return decisions, getattr(app.extractor_plugin_inst, 'skipped', []) + getattr(collector, 'lines', [])
 
 
+def scheduled_due(step, root=ROOT):
+    """The step's due date in course.toml's [schedule] (what the student README shows), in UTC without an offset, as
+    nbgrader keeps it; None if the schedule gives none."""
+    from course.layout import settings
+    from course.publish import PublishError, _when
+
+    entry = (settings(root).get('schedule') or {}).get(step)
+    if not isinstance(entry, dict) or 'due' not in entry:
+        return None
+    try:
+        return _when(entry['due'], f'course.toml: [schedule] {step} due').astimezone(timezone.utc).replace(tzinfo=None)
+    except PublishError as e:
+        raise Refused(str(e)) from None
+
+
 def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=None, root=ROOT):
     """Collect an LMS download into submitted/<student>/<step>/ with nbgrader's zip_collect: the roster into the
     gradebook, due (a string, for every step the download holds, or only_step) into it too; a student's earlier copy
     that differs is moved to lms/replaced/<time>/. Returns the report lines (also written to lms/collect-<time>.txt)."""
     from nbgrader.api import Gradebook, MissingEntry
-    from nbgrader.utils import parse_utc
 
     from course import runner
     from course.demo import DEMO_MARK
@@ -441,7 +458,7 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
     roster, times = read_roster(roster_path), read_times(times_path)
     infos = check_zip(zip_path)
     try:
-        due_at = parse_utc(due) if due else None
+        due_at = iso_utc(due) if due else None
     except (ValueError, OverflowError):
         raise Refused(f'--due {due!r}: not a time (write 2026-12-01 23:59:00+00:00)') from None
     submitted = root / 'submitted'
@@ -451,13 +468,15 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
     present = [only_step] if only_step else sorted({d.step for d in chosen.values()})
     if not present:
         other = next(n for n in NAMINGS if n != lms)
-        return scanned + [f'nothing collected from {zip_path}: no file in it is a rostered student\'s notebook named as '
-                          f'{NAMINGS[lms].name} names them (is it a {NAMINGS[other].name} download?)']
+        return [printable(line) for line in scanned + [
+            f'nothing collected from {zip_path}: no file in it is a rostered student\'s notebook named as '
+            f'{NAMINGS[lms].name} names them (is it a {NAMINGS[other].name} download?)']]
     others = [f'not collected: {path}: a notebook of {d.step}, and --step is {only_step}'
               for path, d in sorted(chosen.items()) if d.step not in present]
     names = {i.filename for i in infos}
     others += [f'note: {times_path}: {name!r} names no file of the download: its time was not used (check the name)'
                for name in sorted(times) if name not in names]
+    planned = {step: scheduled_due(step, root) for step in present}
     c = runner.config(root=root)
     with Gradebook(c.CourseDirectory.db_url, c.CourseDirectory.course_id) as gb:
         import_roster(roster, gb)
@@ -469,6 +488,11 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
                 dues[step] = gb.find_assignment(step).duedate
             except MissingEntry:
                 dues[step] = None
+            if dues[step] is None and planned[step]:  # the date students were given, rather than none
+                gb.update_or_create_assignment(step, duedate=planned[step])
+                dues[step] = planned[step]
+                others.append(f'note: {step} is due {planned[step]} UTC by course.toml\'s [schedule], as the student '
+                              'README says: that is its due date in the gradebook now (DUE= gives another)')
     stamp = now()
     lines, rows = [], {}
     work = root / '.build' / 'collect' / stamp
@@ -499,11 +523,18 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
         write_manifest(step, step_rows, root)
     taken = sorted(f'collected: {r["student_id"]} {r["step"]}: {r["file"]}' + (f' ({r["note"]})' if r['note'] else '')
                    for step_rows in rows.values() for r in step_rows.values())
-    unique = list(dict.fromkeys(taken + lines + others))
+    # a file's name is the student's: shown with its control characters escaped, so that each stays one line and none
+    # can move the instructor's terminal about
+    unique = list(dict.fromkeys(printable(line) for line in taken + lines + others))
     report = root / LMS_FOLDER / f'collect-{stamp}.txt'
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(''.join(f'{line}\n' for line in unique))
     return unique
+
+
+def printable(line):
+    """line with every control character (a newline, an escape) written as its escape sequence."""
+    return ''.join(repr(ch)[1:-1] if unicodedata.category(ch) == 'Cc' else ch for ch in line)
 
 
 def plain(name):

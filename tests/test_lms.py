@@ -5,14 +5,16 @@ and its grades, statuses and late penalties go back as each LMS imports them, ch
 
 import csv
 import hashlib
+import re
 import shutil
 import zipfile
+from datetime import timedelta, timezone
 
 import lmsclass as L
 import pytest
 
 from course import lms, runner
-from course.layout import copy_course
+from course.layout import copy_course, notebooks
 
 DUE = '2026-12-01 23:59:00+00:00'
 
@@ -102,6 +104,25 @@ def test_canvas_download_collects_the_newest_file_of_each_rostered_student_and_l
     assert len(report) == 1 and report[0].read_text().splitlines() == out
 
 
+def test_without_due_the_step_is_due_when_the_student_readme_says(course, tmp_path):
+    """No DUE and no due date in the gradebook: course.toml's [schedule] date (the one make publish shows students) goes
+    into the gradebook, is said in a note, and is what Canvas's late mark is counted from."""
+    from nbgrader.api import Gradebook
+
+    from course.layout import settings
+    from course.lms import scheduled_due
+
+    due = settings(course)['schedule'][L.STEP]['due']
+    code, out, err = collect(course, L.canvas_download(tmp_path / 'canvas.zip'), 'canvas')
+    assert code == 0, err
+    assert scheduled_due(L.STEP, course) == due.astimezone(timezone.utc).replace(tzinfo=None)
+    with Gradebook(f'sqlite:///{course / "gradebook.db"}') as gb:
+        assert gb.find_assignment(L.STEP).duedate == scheduled_due(L.STEP, course)
+    assert [line for line in out if line.startswith(f'note: {L.STEP} is due')], out
+    late = due.astimezone(timezone.utc) + timedelta(seconds=1)
+    assert (course / 'submitted' / 'carol' / L.STEP / 'timestamp.txt').read_text() == late.strftime('%Y-%m-%d %H:%M:%S')
+
+
 def test_moodle_download_needs_the_instructors_times_to_choose_between_two_files_and_to_know_late_work(course, tmp_path):
     download = L.moodle_download(tmp_path / 'moodle.zip')
     code, out, err = collect(course, download, 'moodle', '--due', DUE)
@@ -171,6 +192,25 @@ def test_a_name_that_is_not_a_steps_notebook_is_not_guessed(other):
     assert lms.notebook_of(other) is None
 
 
+def names_students_are_told():
+    """The file names docs/lms.md's For students section (the student README's text) says are taken, and those it says
+    are not: the backquoted names after "taken as Step N:" and after "These are not"."""
+    from course.publish import student_text
+
+    text = ' '.join(student_text('lms').split())
+    taken, refused = text.split('taken as ', 1)[1].split('These are not', 1)
+    step = 'step' + re.match(r'Step (\d+)', taken)[1]
+    names = [re.findall(r'`([^`]+)`', re.split(r'`\.(?:\s|$)', part, maxsplit=1)[0] + '`') for part in (taken, refused)]
+    return step, names[0], names[1]
+
+
+def test_the_names_students_are_told_are_what_collect_takes():
+    step, taken, refused = names_students_are_told()
+    assert len(taken) >= 3 and len(refused) >= 2, (taken, refused)
+    assert {name: lms.notebook_of(name) for name in taken} == {name: (step, notebooks(step)[0]) for name in taken}
+    assert {name: lms.notebook_of(name) for name in refused} == dict.fromkeys(refused)
+
+
 def hostile(tmp_path, kind):
     """A Canvas download that is fine but for one entry: '../' out of the folder, a symlink, or one that claims 2 GB."""
     path = L.write_zip(tmp_path / f'{kind}.zip', {L.canvas(L.ALICE, 900, L.NOTEBOOK): L.notebook('alice-again')})
@@ -213,7 +253,7 @@ def test_an_entry_that_claims_2_GB_is_listed_and_never_extracted(course, tmp_pat
 def test_a_damaged_entry_and_another_steps_notebook_are_listed_and_the_rest_collected(course, tmp_path):
     """A file whose bytes no longer match the zip's checksum (a broken download) is listed, not collected; with --step, a
     notebook of another step is listed, not collected."""
-    from course.layout import notebooks, steps
+    from course.layout import steps
 
     other_step = steps()[1]
     other = L.canvas(L.CAROL, 810, notebooks(other_step)[0])
@@ -244,6 +284,31 @@ def test_a_bad_roster_is_refused_with_one_line_naming_it(course, tmp_path, roste
     errors = err.strip().splitlines()
     assert code != 0 and len(errors) == 1 and 'roster.csv' in errors[0] and says in errors[0], err
     assert not (course / 'submitted').exists() and students_in_gradebook(course) == {}
+
+
+@pytest.mark.parametrize('times, says', [
+    (b'file,timestamp\nsomeone.ipynb\n', "line 2: '' is not a time"),
+    (b'file,timestamp\nsomeone.ipynb,monday\n', "line 2: 'monday' is not a time"),  # dateutil would read a date
+    (b'file,timestamp\nsomeone.ipynb,02/12/2026 10:00\n', "line 2: '02/12/2026 10:00' is not a time"),  # or guess the month
+    ('file,timestamp\nd\xe9j\xe0.ipynb,2026-12-01\n'.encode('latin-1'), 'not a UTF-8 CSV'),
+])
+def test_a_bad_times_file_is_refused_with_one_line_naming_it(course, tmp_path, times, says):
+    (tmp_path / 'times.csv').write_bytes(times)
+    code, out, err = collect(course, L.canvas_download(tmp_path / 'canvas.zip'), 'canvas', '--times',
+                             str(tmp_path / 'times.csv'))
+    errors = err.strip().splitlines()
+    assert code != 0 and len(errors) == 1 and 'times.csv' in errors[0] and says in errors[0], err
+    assert not (course / 'submitted').exists()
+
+
+def test_a_file_name_with_control_characters_is_reported_on_one_line_escaped(course, tmp_path):
+    """A student names the file they upload: a newline or a terminal escape in it is shown escaped, one line a file."""
+    name = L.canvas(L.DAVE, 431, 'notes\x1b[2J\nnot collected: fake.pdf')
+    code, out, err = collect(course, L.write_zip(tmp_path / 'canvas.zip', {name: b'%PDF-1.4\n'}), 'canvas')
+    assert code == 0, err
+    assert not [line for line in out if any(ord(ch) < 32 for ch in line)], out
+    dave = [line for line in out if '431_notes' in line]
+    assert len(dave) == 1 and '\\x1b[2J\\nnot collected: fake.pdf' in dave[0], out
 
 
 def test_the_wrong_lms_collects_nothing_and_says_so(course, tmp_path):

@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 import sys
+import tomllib
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -76,6 +77,8 @@ def schedule(config, root=ROOT):
     """{step: Dates} from course.toml's [schedule] (config: course.toml parsed). Without dates in it, the course is
     self-paced: every step's release and due are None. Either every step has both dates or none has any."""
     table, known = config.get('schedule') or {}, steps(root)
+    if not isinstance(table, dict):
+        raise PublishError('course.toml: schedule should be a table, [schedule], with a line per step')
     unknown = sorted(set(table) - set(known))
     if unknown:
         raise PublishError(f'course.toml: [schedule] names {", ".join(unknown)}, not a step of source/ ({", ".join(known)})')
@@ -373,6 +376,8 @@ def write(files, out, force=False):
     """Make out hold exactly files (and the manifest, and any .git): files no longer published are removed. Return the
     paths written or removed."""
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise PublishError(f'{out}: not a folder: give make publish a folder of its own (OUT=, or [publish] folder)')
     edits = hand_edits(out)
     if edits and not force:
         more = f' (and {len(edits) - 1} more)' if len(edits) > 1 else ''
@@ -413,6 +418,10 @@ def publish(out=None, now=None, root=ROOT, config=None, force=False):
         raise PublishError(f'--now {now.isoformat()} is later than the clock: that would put steps not yet open into '
                            'the folder you push to students; give --out (OUT=) a preview folder too')
     out = Path(out) if out else root / config.get('publish', {}).get('folder', 'student')
+    here, there = root.resolve(), out.resolve()
+    if here.is_relative_to(there) or any(there.is_relative_to(here / d) for d in ('source', 'release', 'notebooks')):
+        raise PublishError(f'{out}: that folder holds the course itself; the student repository needs a folder of its own '
+                           '(course.toml [publish] folder = "student", or OUT=)')
     files, st = student_tree(config, now, root)
     lines = write(files, out, force)
     for step, s in st.items():
@@ -438,6 +447,8 @@ def main(argv=None):
         lines, _ = publish(args.out, now, force=args.force)
     except PublishError as e:
         sys.exit(f'error: {e}')
+    except tomllib.TOMLDecodeError as e:
+        sys.exit(f'error: course.toml: {e}: fix it')
     print('\n'.join(lines))
 
 

@@ -5,6 +5,7 @@ and the student repository, is the same tree each time, and is never written ove
 import copy
 import json
 import re
+import tomllib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -367,3 +368,22 @@ def test_the_published_notebooks_are_the_releases_and_solutions_with_student_lin
                 assert [cell.get('outputs') for cell in want.cells] == [cell.get('outputs') for cell in got.cells]
                 compared += 1
     assert compared == 2 * sum(len(notebooks(s)) for s in steps())
+
+
+@pytest.mark.parametrize('folder', ['.', 'release', 'source/step1', '..'])
+def test_a_folder_that_holds_the_course_is_refused(folder):
+    """--force there would remove every file make publish did not write: the course itself."""
+    with pytest.raises(PublishError, match='holds the course itself'):
+        publish(ROOT / folder, MID_NOW, config=MID, force=True)
+
+
+def test_a_schedule_that_is_no_table_and_a_course_toml_that_is_no_toml_are_refused(tmp_path, capsys, monkeypatch):
+    with pytest.raises(PublishError, match=r'^course.toml: schedule should be a table'):
+        schedule({**MID, 'schedule': 3})
+    import course.publish as P
+
+    broken = tmp_path / 'course.toml'
+    broken.write_text('[publish\n')
+    monkeypatch.setattr(P, 'settings', lambda root: tomllib.loads(broken.read_text()))
+    message = run_main(capsys, '--now', MID_NOW.isoformat(), '--out', str(tmp_path / 'out'))
+    assert message.startswith('error: course.toml: ') and '\n' not in message, message

@@ -377,6 +377,13 @@ def test_a_folder_that_holds_the_course_is_refused(folder):
         publish(ROOT / folder, MID_NOW, config=MID, force=True)
 
 
+def test_an_out_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / 'notes.txt').write_text('mine\n')
+    with pytest.raises(PublishError, match=r'notes.txt: not a folder'):
+        publish(tmp_path / 'notes.txt', MID_NOW, config=MID)
+    assert (tmp_path / 'notes.txt').read_text() == 'mine\n'
+
+
 def test_a_schedule_that_is_no_table_and_a_course_toml_that_is_no_toml_are_refused(tmp_path, capsys, monkeypatch):
     with pytest.raises(PublishError, match=r'^course.toml: schedule should be a table'):
         schedule({**MID, 'schedule': 3})

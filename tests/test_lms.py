@@ -228,26 +228,43 @@ def hostile(tmp_path, kind):
 
 
 @pytest.mark.parametrize('kind', ['escape', 'symlink'])
-def test_a_zip_an_lms_never_writes_is_refused_with_one_line_and_nothing_collected_is_lost(course, tmp_path, kind):
+def entries_read(monkeypatch):
+    """The names of the zip entries whose data is read from now on (what extracting them does), in a list."""
+    read, real = [], zipfile.ZipFile.open
+
+    def recording(self, name, *args, **kwargs):
+        read.append(getattr(name, 'filename', name))
+        return real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, 'open', recording)
+    return read
+
+
+@pytest.mark.parametrize('kind', ['escape', 'symlink'])
+def test_a_zip_an_lms_never_writes_is_refused_with_one_line_and_nothing_collected_is_lost(course, tmp_path, kind,
+                                                                                          monkeypatch):
     assert collect(course, L.canvas_download(tmp_path / 'canvas.zip'), 'canvas', '--due', DUE)[0] == 0
     before = tree(course)
-    code, out, err = collect(course, hostile(tmp_path, kind), 'canvas')
+    zipped = hostile(tmp_path, kind)
+    read = entries_read(monkeypatch)
+    code, out, err = collect(course, zipped, 'canvas')
     errors = err.strip().splitlines()
     assert code != 0 and not out and len(errors) == 1, (code, out, err)
     assert f'{kind}.zip' in errors[0] and L.canvas(L.BOB, 901 if kind == 'escape' else 902, L.NOTEBOOK) in errors[0]
     assert tree(course) == before and sent_by(course, 'alice') == 'alice'
-    assert not list(tmp_path.rglob(f'*{L.canvas(L.BOB, 901, L.NOTEBOOK)}'))
+    assert read == [], f'refused only after extracting {read}: the zip is checked whole before anything is written'
 
 
-def test_an_entry_that_claims_2_GB_is_listed_and_never_extracted(course, tmp_path):
+def test_an_entry_that_claims_2_GB_is_listed_and_never_extracted(course, tmp_path, monkeypatch):
     path = hostile(tmp_path, 'huge')
     assert path.stat().st_size < 1 << 20
+    read = entries_read(monkeypatch)
     code, out, err = collect(course, path, 'canvas')
     assert code == 0, err
     line = [line for line in out if L.canvas(L.BOB, 903, L.NOTEBOOK) in line]
     assert len(line) == 1 and line[0].startswith('not collected: ') and '2.0 GB' in line[0], out
     assert sent_by(course, 'alice') == 'alice-again' and sent_by(course, 'bob') is None
-    assert not list((course / '.build').rglob(L.canvas(L.BOB, 903, L.NOTEBOOK)))
+    assert L.canvas(L.ALICE, 900, L.NOTEBOOK) in read and L.canvas(L.BOB, 903, L.NOTEBOOK) not in read, read
 
 
 def test_a_damaged_entry_and_another_steps_notebook_are_listed_and_the_rest_collected(course, tmp_path):

@@ -217,6 +217,10 @@ MUTANTS = [
     # the upcast the notebook uses elsewhere, with float64's default tolerance: float32's rounding noise in S counts
     Variant('rank_of_upcast_scores_at_float64_tolerance', rank((RANK, 'return int(torch.linalg.matrix_rank(S.double()))')),
             (GENERIC, DEFICIENT)),
+    # q and k already carry float32's rounding: a float64 product of them, at float64's default tolerance, counts it too
+    Variant('rank_of_float64_product_at_float64_tolerance',
+            rank(('S = q @ k.T / k.shape[-1] ** 0.5', 'S = q.double() @ k.double().T / k.shape[-1] ** 0.5'),
+                 (RANK, 'return int(torch.linalg.matrix_rank(S))')), (GENERIC, DEFICIENT)),
     Variant('rank_uses_the_value_map', rank(('q, k = head.query(x)[0], head.key(x)[0]', 'q, k = head.query(x)[0], head.value(x)[0]')),
             (DEFICIENT,)),
 ]
@@ -272,8 +276,6 @@ ALTERNATIVES = [
                                                        '    return int((sv > sv[0] * 1e-5).sum())'))),
     Variant('alt_rank_float32_default_tolerance', rank((RANK, 'return int(torch.linalg.matrix_rank(S))'))),
     Variant('alt_rank_upcast_with_stated_rtol', rank((RANK, 'return int(torch.linalg.matrix_rank(S.double(), rtol=1e-4))'))),
-    Variant('alt_rank_of_float64_factors', rank(('S = q @ k.T / k.shape[-1] ** 0.5', 'S = q.double() @ k.double().T / k.shape[-1] ** 0.5'),
-                                                (RANK, 'return int(torch.linalg.matrix_rank(S))'))),
     Variant('alt_rank_unscaled_with_item', rank(('S = q @ k.T / k.shape[-1] ** 0.5', 'S = q @ k.T  # the scale does not change the rank'),
                                                 (RANK, 'return torch.linalg.matrix_rank(S).item()'))),
 ]

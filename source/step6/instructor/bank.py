@@ -210,6 +210,7 @@ ALTERNATIVES = [
             cell('estimate_loss', ('            g = torch.Generator().manual_seed(seed)\n            losses = [model(*get_batch(split, B, T, generator=g))[1].item() for _ in range(eval_iters)]\n',
                                    '            with torch.random.fork_rng():\n                torch.manual_seed(seed)\n'
                                    '                losses = [model(*get_batch(split, B, T))[1].item() for _ in range(eval_iters)]\n'))),
+    Variant('alt_crop_to_the_position_table', cell('gpt', (CROP, 'idx_cond = idx[:, -self.position_embedding_table.num_embeddings:]'))),
     Variant('alt_generate_cat_of_sampled_ids', cell('gpt', ('idx = torch.cat([idx, idx_next], dim=1)', 'idx = torch.cat((idx, idx_next), -1)'))),
     Variant('alt_inference_mode', cell('estimate_loss', ('with torch.no_grad():', 'with torch.inference_mode():'))),
     Variant('alt_estimate_by_tensor_mean', cell('estimate_loss', (MEAN, 'out[split] = torch.tensor(losses, dtype=torch.float64).mean().item()'))),

@@ -125,6 +125,10 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CALLS, GEN_PROMPTS, N_DRAWS):
         class Echo(torch.nn.Module):  # a stand-in model: generate is judged alone, not the student's forward
             block_size = 8
 
+            def __init__(self):  # a position table, unused, as the notebook's Echo has: for a generate reading its size
+                super().__init__()
+                self.position_embedding_table = torch.nn.Embedding(self.block_size, 1)
+
             def forward(self, idx, targets=None):
                 return echo_logits(idx, self.block_size), None
 

@@ -37,8 +37,8 @@ INSTRUCTOR = setting('COURSE_INSTRUCTOR')
 COURSE_ROOT = setting('COURSE_ROOT', str(Path(pwd.getpwnam(INSTRUCTOR).pw_dir) / COURSE_ID))
 # Unix groups: every member may log in; graders also reach the formgrader. Read when the hub starts (restart the hub
 # after adding a grader; a new student only needs the group).
-STUDENTS_GROUP = setting('COURSE_STUDENTS_GROUP', f'{COURSE_ID}-students')
-GRADERS_GROUP = setting('COURSE_GRADERS_GROUP', f'{COURSE_ID}-graders')
+STUDENTS_GROUP = setting('COURSE_STUDENTS_GROUP', 'transformer-students')
+GRADERS_GROUP = setting('COURSE_GRADERS_GROUP', 'transformer-graders')
 # nbgrader's exchange: a folder on this machine, root-owned, mode 1777 or 0777 (nbgrader's documented set-up).
 EXCHANGE = setting('COURSE_EXCHANGE', '/srv/nbgrader/exchange')
 # The Python environment every user's server runs from: readable by every account (make hub builds it).

@@ -59,6 +59,14 @@ def log_in(browser, hub, user):
     return context, page
 
 
+def nbgrader_menu(page):
+    """The items of JupyterLab's Nbgrader menu, as this user's server offers them."""
+    page.locator('.lm-MenuBar-itemLabel', has_text=re.compile('^Nbgrader$')).click()
+    items = [t.strip() for t in page.locator('.lm-Menu-itemLabel').all_text_contents() if t.strip()]
+    page.keyboard.press('Escape')
+    return items
+
+
 def assignment_list(page):
     menu(page, 'Nbgrader', 'Assignment List')
     page.locator('#released_assignments_list_loading').wait_for(state='hidden')
@@ -71,6 +79,9 @@ def student_journey(hub, classroom, browser):
     seen = {}
     context, page = log_in(browser, hub, student)
     seen['lab_url'] = page.url
+    seen['menu'] = nbgrader_menu(page)
+    response = context.request.get(f'{hub.url}/services/{COURSE_ID}/formgrader/manage_assignments')
+    seen['formgrader'] = (response.status, response.text()[:3000])
     assignment_list(page)
     released = page.locator('#released_assignments_list .list_item', has_text=STEP)
     released.wait_for()
@@ -121,6 +132,7 @@ def instructor_journey(student_journey, hub, classroom, browser):
     in the course directory, as the instructor; releases the feedback from the formgrader."""
     seen = {}
     context, page = log_in(browser, hub, classroom.instructor)
+    seen['menu'] = nbgrader_menu(page)
     menu(page, 'Nbgrader', 'Course List')
     link = page.locator('#formgrader_list a', has_text=COURSE_ID).or_(page.get_by_role('link', name=COURSE_ID)).first
     link.wait_for()
@@ -251,6 +263,40 @@ def test_student_reads_their_score_on_the_feedback_page(feedback_journey, classr
     assert want.search(text), f'the page does not say Score: {score:g} / {max_score:g}:\n{text[:1500]}'
 
 
+@pytest.fixture(scope='module')
+def grader_journey(student_journey, hub, classroom, browser):
+    """A grader (not the instructor): logs in; the course list links to the formgrader, which serves them."""
+    context, page = log_in(browser, hub, classroom.graders[0])
+    menu(page, 'Nbgrader', 'Course List')
+    link = page.get_by_role('link', name=COURSE_ID).first
+    link.wait_for()
+    seen = {'course_link': link.get_attribute('href')}
+    response = context.request.get(f'{hub.url}/services/{COURSE_ID}/formgrader/manage_assignments')
+    seen['formgrader'] = (response.status, response.text()[:3000])
+    shoot(page, '12-grader-course-list')
+    context.close()
+    return seen
+
+
+def test_student_sees_only_the_assignment_list(student_journey):
+    assert student_journey['menu'] == ['Assignment List'], student_journey['menu']
+
+
+def test_instructor_sees_the_course_list_and_no_local_formgrader(instructor_journey):
+    assert instructor_journey['menu'] == ['Assignment List', 'Course List'], instructor_journey['menu']
+
+
+def test_student_cannot_open_the_formgrader(student_journey):
+    status, body = student_journey['formgrader']
+    assert status == 403 and 'Manage Assignments' not in body, (status, body[:500])
+
+
+def test_grader_reaches_the_formgrader_through_the_course_list(grader_journey, hub):
+    status, body = grader_journey['formgrader']
+    assert grader_journey['course_link'] == f'{hub.url}/services/{COURSE_ID}/lab?formgrader=true', grader_journey
+    assert status == 200 and 'Manage Assignments' in body, (status, body[:500])
+
+
 # Security, as each student's own Unix account (their submissions are in the exchange once the journey has run).
 
 def other_submission(classroom):
@@ -306,7 +352,7 @@ def test_students_cannot_rename_or_remove_the_courses_exchange_folder(student_jo
     assert done.returncode != 0 and folder.is_dir(), done.stderr
 
 
-def test_hub_stops_every_server_and_the_proxy(feedback_journey, hub):
+def test_hub_stops_every_server_and_the_proxy(feedback_journey, grader_journey, hub):
     """Last: the hub, told to stop, stops the servers it spawned, its formgrader service and the proxy."""
     left = hub.stop()
     assert hub.process.returncode is not None and not left, f'still running after the hub stopped: {left}'

@@ -64,7 +64,7 @@ c.JupyterHub.cleanup_proxy = True
 c.JupyterHub.authenticator_class = 'pam'
 c.PAMAuthenticator.allowed_groups = {STUDENTS_GROUP, GRADERS_GROUP}
 c.Authenticator.allowed_users = {INSTRUCTOR}
-c.Authenticator.admin_users = {INSTRUCTOR}
+# No admin: an admin may open every student's server, and run code as them. Add c.Authenticator.admin_users to allow it.
 
 
 def members(group):

@@ -35,7 +35,7 @@ def shoot(page, name):
 
 
 @pytest.fixture(scope='module')
-def browser(hub):
+def browser():
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"needs Debian's chromium at {CHROMIUM}: as root, `make system` (apt-get install chromium)")
     with sync_playwright() as p:
@@ -73,7 +73,7 @@ def assignment_list(page):
 
 
 @pytest.fixture(scope='module')
-def student_journey(hub, classroom, browser):
+def student_journey(browser, hub, classroom):
     """The first student: logs in, fetches, fills in Head, validates, submits. Returns what the pages showed."""
     student = classroom.students[0]
     seen = {}
@@ -127,7 +127,7 @@ def formgrader_frame(page):
 
 
 @pytest.fixture(scope='module')
-def instructor_journey(student_journey, hub, classroom, browser):
+def instructor_journey(browser, student_journey, hub, classroom):
     """The instructor: logs in, opens the formgrader from the course list, collects; grades with python -m course.grade
     in the course directory, as the instructor; releases the feedback from the formgrader."""
     seen = {}
@@ -214,8 +214,10 @@ def test_submitted_notebook_in_the_exchange_holds_the_typed_head(student_journey
 
 
 def test_validate_passes_heads_tests(student_journey):
-    from test_browser import RELEASE
+    from test_browser import RELEASE, STUB
 
+    assert STUB in student_journey['validate'], (
+        f"Validate should list the later exercises, left as stubs, as failing: {student_journey['validate'][:2000]}")
     failed = [RELEASE[i].source.splitlines()[0] for i in HEAD_TESTS if RELEASE[i].source.splitlines()[0] in
               student_journey['validate']]
     assert not failed, f"Validate lists Head's own tests as failed: {failed}\n{student_journey['validate'][:2000]}"
@@ -264,7 +266,7 @@ def test_student_reads_their_score_on_the_feedback_page(feedback_journey, classr
 
 
 @pytest.fixture(scope='module')
-def grader_journey(student_journey, hub, classroom, browser):
+def grader_journey(browser, student_journey, hub, classroom):
     """A grader (not the instructor): logs in; the course list links to the formgrader, which serves them."""
     context, page = log_in(browser, hub, classroom.graders[0])
     menu(page, 'Nbgrader', 'Course List')
@@ -304,10 +306,21 @@ def other_submission(classroom):
     return sorted(inbound.glob(f'{classroom.students[0]["name"]}+{STEP}+*'))[-1]
 
 
-def test_student_cannot_list_the_exchanges_inbound(student_journey, classroom):
+def test_student_cannot_list_the_exchanges_inbound_or_feedback(feedback_journey, classroom):
     for student in classroom.students[1:]:
-        done = as_user(student, classroom.exchange, ['ls', str(classroom.exchange / COURSE_ID / 'inbound')])
-        assert done.returncode != 0 and 'Permission denied' in done.stderr, (student['name'], done.stdout, done.stderr)
+        for folder in ('inbound', 'feedback'):
+            done = as_user(student, classroom.exchange, ['ls', str(classroom.exchange / COURSE_ID / folder)])
+            assert done.returncode != 0 and 'Permission denied' in done.stderr, (student['name'], folder, done.stdout)
+
+
+def test_student_cannot_read_another_students_work_or_feedback_in_their_home(feedback_journey, classroom):
+    owner = classroom.students[0]
+    targets = [owner['home'] / STEP / NAME, *feedback_journey['feedback_files']]
+    assert all(p.exists() for p in targets) and len(targets) > 1, targets
+    for student in classroom.students[1:]:
+        for path in targets:
+            done = as_user(student, classroom.exchange, ['cat', str(path)])
+            assert done.returncode != 0 and 'Permission denied' in done.stderr, (student['name'], str(path))
 
 
 def test_student_cannot_read_the_instructors_source_instructor_files_or_gradebook(instructor_journey, classroom):

@@ -18,10 +18,10 @@ import re
 import stat
 
 import pytest
+from browserpage import CHROMIUM, CHROMIUM_ARGS, HEAD, HEAD_TESTS, NAME, NOTEBOOK, SOLUTION, cell, fill_in, menu
 from hubserver import COURSE_ID, STEP, as_user, classroom, hub  # noqa: F401  (fixtures)
 from nbgrader.api import Gradebook
 from playwright.sync_api import sync_playwright
-from test_browser import CHROMIUM, CHROMIUM_ARGS, HEAD, HEAD_TESTS, NAME, NOTEBOOK, SOLUTION, cell, fill_in, menu
 
 from course.layout import ROOT
 
@@ -214,7 +214,7 @@ def test_submitted_notebook_in_the_exchange_holds_the_typed_head(student_journey
 
 
 def test_validate_passes_heads_tests(student_journey):
-    from test_browser import RELEASE, STUB
+    from browserpage import RELEASE, STUB
 
     assert STUB in student_journey['validate'], (
         f"Validate should list the later exercises, left as stubs, as failing: {student_journey['validate'][:2000]}")

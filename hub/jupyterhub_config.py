@@ -128,4 +128,7 @@ c.JupyterHub.services = [{
     'cwd': COURSE_ROOT,
     'environment': {**environment('formgrader'), 'JUPYTERHUB_DEFAULT_URL': '/lab'},
     'oauth_no_confirm': True,
+    # seconds the hub waits for the formgrader to answer before giving up and exiting (JupyterHub 6's default, 30, is
+    # less than a busy machine takes to start a Jupyter server that imports nbgrader and the course)
+    'timeout': int(setting('COURSE_FORMGRADER_TIMEOUT', '300')),
 }]

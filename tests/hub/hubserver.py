@@ -153,7 +153,10 @@ class Hub:
         self.wait_ready()
 
     def log_tail(self, n=4000):
-        return self.log_path.read_text(errors='replace')[-n:]
+        """The hub's log without the proxy's lines (which repeat every failed request), its last n characters."""
+        lines = self.log_path.read_text(errors='replace').splitlines()
+        own = [line for line in lines if '[ConfigProxy]' not in line and not line.startswith((' ', '}'))]
+        return '\n'.join(own)[-n:]
 
     def wait_ready(self, timeout=300):
         """Until the hub answers its health check through the proxy (a busy machine takes a while), or it exits."""

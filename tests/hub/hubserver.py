@@ -150,7 +150,19 @@ class Hub:
         self.log = open(self.log_path, 'w')
         self.process = subprocess.Popen([str(HUB_ENV / 'bin' / 'jupyterhub'), '-f', str(ROOT / 'hub' / 'jupyterhub_config.py')],
                                         cwd=self.state, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        self.wait_ready()
+        try:
+            self.wait_ready()
+        except BaseException:  # a hub that exits on a critical error leaves its proxy running: stop what started
+            self.kill_left(self.stop())
+            raise
+
+    @staticmethod
+    def kill_left(left):
+        for line in left:
+            try:
+                psutil.Process(int(line.split()[0])).kill()
+            except psutil.NoSuchProcess:
+                pass
 
     def log_tail(self, n=4000):
         """The hub's log without the proxy's lines (which repeat every failed request), its last n characters."""
@@ -205,7 +217,11 @@ def classroom():
     require_root()
     base = Path(tempfile.mkdtemp(prefix='course-hub-', dir='/var/tmp'))
     os.chmod(base, 0o755)  # the accounts reach the exchange inside it
-    room = Classroom(base)
+    try:
+        room = Classroom(base)
+    except BaseException:
+        shutil.rmtree(base, ignore_errors=True)
+        raise
     yield room
     for user in room.users():
         kill_processes_of(user['uid'])
@@ -216,10 +232,5 @@ def classroom():
 def hub(classroom):
     server = Hub(classroom)
     yield server
-    left = server.stop()
-    for line in left:  # never leave a server running, whatever the tests said
-        try:
-            psutil.Process(int(line.split()[0])).kill()
-        except psutil.NoSuchProcess:
-            pass
+    server.kill_left(server.stop())  # never leave a server running, whatever the tests said
 

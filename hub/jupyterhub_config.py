@@ -34,7 +34,15 @@ def setting(name, default=None):
 # The course: its id (as in the course's nbgrader_config.py) and the instructor whose course directory it is.
 COURSE_ID = setting('COURSE_ID', 'transformer-from-scratch')
 INSTRUCTOR = setting('COURSE_INSTRUCTOR')
-COURSE_ROOT = setting('COURSE_ROOT', str(Path(pwd.getpwnam(INSTRUCTOR).pw_dir) / COURSE_ID))
+try:
+    INSTRUCTOR_HOME = pwd.getpwnam(INSTRUCTOR).pw_dir
+except KeyError:
+    sys.exit(f'error: {__file__}: COURSE_INSTRUCTOR={INSTRUCTOR!r} is no Unix account here: create it (useradd -m), or '
+             'name the instructor who owns the course directory')
+COURSE_ROOT = setting('COURSE_ROOT', str(Path(INSTRUCTOR_HOME) / COURSE_ID))
+if not Path(COURSE_ROOT, 'nbgrader_config.py').is_file():
+    sys.exit(f'error: {__file__}: no nbgrader_config.py in COURSE_ROOT={COURSE_ROOT}: clone the course there (as the '
+             'instructor), or set COURSE_ROOT to the course directory')
 # Unix groups: every member may log in; graders also reach the formgrader. Read when the hub starts (restart the hub
 # after adding a grader; a new student only needs the group).
 STUDENTS_GROUP = setting('COURSE_STUDENTS_GROUP', 'transformer-students')

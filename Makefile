@@ -114,6 +114,8 @@ hub: hub/node_modules/.installed $(HUB_ENV)/.installed  ## as root: install the 
 	rm -rf $(HUB_ENV)/share/course-hub/roles
 	mkdir -p $(HUB_ENV)/share/course-hub
 	cp -r hub/roles $(HUB_ENV)/share/course-hub/roles
+	mkdir -p $(HUB_ENV)/share/jupyter/lab/settings
+	cp hub/overrides.json $(HUB_ENV)/share/jupyter/lab/settings/overrides.json  # no news or update prompts in a class
 	chmod -R a+rX $(HUB_ENV)
 
 hub/node_modules/.installed: hub/package.json hub/package-lock.json

@@ -34,11 +34,19 @@ def setting(name, default=None):
 # The course: its id (as in the course's nbgrader_config.py) and the instructor whose course directory it is.
 COURSE_ID = setting('COURSE_ID', 'transformer-from-scratch')
 INSTRUCTOR = setting('COURSE_INSTRUCTOR')
-COURSE_ROOT = setting('COURSE_ROOT', str(Path(pwd.getpwnam(INSTRUCTOR).pw_dir) / COURSE_ID))
+try:
+    INSTRUCTOR_HOME = pwd.getpwnam(INSTRUCTOR).pw_dir
+except KeyError:
+    sys.exit(f'error: {__file__}: COURSE_INSTRUCTOR={INSTRUCTOR!r} is no Unix account here: create it (useradd -m), or '
+             'name the instructor who owns the course directory')
+COURSE_ROOT = setting('COURSE_ROOT', str(Path(INSTRUCTOR_HOME) / COURSE_ID))
+if not Path(COURSE_ROOT, 'nbgrader_config.py').is_file():
+    sys.exit(f'error: {__file__}: no nbgrader_config.py in COURSE_ROOT={COURSE_ROOT}: clone the course there (as the '
+             'instructor), or set COURSE_ROOT to the course directory')
 # Unix groups: every member may log in; graders also reach the formgrader. Read when the hub starts (restart the hub
 # after adding a grader; a new student only needs the group).
-STUDENTS_GROUP = setting('COURSE_STUDENTS_GROUP', f'{COURSE_ID}-students')
-GRADERS_GROUP = setting('COURSE_GRADERS_GROUP', f'{COURSE_ID}-graders')
+STUDENTS_GROUP = setting('COURSE_STUDENTS_GROUP', 'transformer-students')
+GRADERS_GROUP = setting('COURSE_GRADERS_GROUP', 'transformer-graders')
 # nbgrader's exchange: a folder on this machine, root-owned, mode 1777 or 0777 (nbgrader's documented set-up).
 EXCHANGE = setting('COURSE_EXCHANGE', '/srv/nbgrader/exchange')
 # The Python environment every user's server runs from: readable by every account (make hub builds it).
@@ -64,7 +72,7 @@ c.JupyterHub.cleanup_proxy = True
 c.JupyterHub.authenticator_class = 'pam'
 c.PAMAuthenticator.allowed_groups = {STUDENTS_GROUP, GRADERS_GROUP}
 c.Authenticator.allowed_users = {INSTRUCTOR}
-c.Authenticator.admin_users = {INSTRUCTOR}
+# No admin: an admin may open every student's server, and run code as them. Add c.Authenticator.admin_users to allow it.
 
 
 def members(group):
@@ -128,4 +136,7 @@ c.JupyterHub.services = [{
     'cwd': COURSE_ROOT,
     'environment': {**environment('formgrader'), 'JUPYTERHUB_DEFAULT_URL': '/lab'},
     'oauth_no_confirm': True,
+    # seconds the hub waits for the formgrader to answer before giving up and exiting (JupyterHub 6's default, 30, is
+    # less than a busy machine takes to start a Jupyter server that imports nbgrader and the course)
+    'timeout': int(setting('COURSE_FORMGRADER_TIMEOUT', '300')),
 }]

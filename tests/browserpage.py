@@ -1,11 +1,16 @@
 """A local HTML page opened in headless Chromium (Debian's, via Playwright) as a reader would open it, with a record of
 everything it did: console messages (a script's output, a Content-Security-Policy refusal), dialogs, requests, and what
-its DOM holds once loaded; and a full-page screenshot."""
+its DOM holds once loaded; and a full-page screenshot. Also the JupyterLab journeys' shared helpers (the Head exercise of
+the reference step, typed into the notebook), for tests/test_browser.py and tests/hub/test_hub.py."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
+
+from course.cells import MARKER, read, role
+from course.layout import ROOT, notebooks, steps
 
 CHROMIUM = '/usr/bin/chromium'
 # Headless, and quiet: without the background-networking flags Chromium calls home, which this closed network refuses.
@@ -56,3 +61,55 @@ def open_page(path, shot, full_page=True):
             browser.close()
     seen['requests'] = [u for u in seen['requests'] if u != Path(path).resolve().as_uri()[:80]]
     return seen
+
+
+# The JupyterLab journeys (tests/test_browser.py, tests/hub/test_hub.py): the step they are scripted on, its first exercise
+# (Head), and typing the source's solution into it.
+STUB = 'NotImplementedError: replace this line with your code'
+AID = 'step4' if 'step4' in steps() else steps()[0]  # the journeys are scripted on the reference step
+NAME = notebooks(AID)[0]
+NOTEBOOK = NAME.removesuffix('.ipynb')
+RELEASE = read(ROOT / 'release' / AID / NAME).cells
+HEAD = next(i for i, c in enumerate(RELEASE) if role(c) == 'solution')  # the first exercise: the Head class
+NEXT = next(i for i, c in enumerate(RELEASE) if i > HEAD and role(c) == 'solution')  # the exercise after it
+HEAD_TESTS = [i for i, c in enumerate(RELEASE[:NEXT]) if role(c) == 'test']  # run before the next exercise
+TESTS = [i for i, c in enumerate(RELEASE) if role(c) == 'test']
+LOCKED = HEAD_TESTS[0]
+SOURCE = next(c.source for c in read(ROOT / 'source' / AID / NAME).cells if c.id == RELEASE[HEAD].id)
+SOLUTION = MARKER.sub('', SOURCE)  # the Head cell as the student should end up with it
+SOLVED = re.findall(r'^[ \t]*### BEGIN SOLUTION[ \t]*\n(.*?)^[ \t]*### END SOLUTION', SOURCE, re.M | re.S)  # what they type
+
+
+
+def menu(page, top, item):
+    page.locator('.lm-MenuBar-itemLabel', has_text=re.compile(f'^{top}$')).click()
+    page.locator('.lm-Menu-itemLabel', has_text=re.compile(f'^{re.escape(item)}$')).click()
+
+
+def cell(page, i):
+    return page.locator(f'.jp-Notebook .jp-Cell[data-windowed-list-index="{i}"]')
+
+
+def type_lines(page, text):
+    """Type text key by key; after each Enter, select CodeMirror's auto-indent so the line's own indentation replaces it."""
+    for n, line in enumerate(text.split('\n')):
+        if n:
+            page.keyboard.press('Enter')
+            page.keyboard.press('Shift+Home')
+        page.keyboard.type(line)
+
+
+def fill_in(page, i):
+    """In cell i, replace each stub (# YOUR CODE HERE and the raise below it) by the source's solution, typed, last one first."""
+    lines = RELEASE[i].source.split('\n')
+    stubs = [n for n, line in enumerate(lines) if line.strip() == '# YOUR CODE HERE']
+    cell(page, i).locator('.cm-content').click()
+    for n, body in reversed(list(zip(stubs, SOLVED, strict=True))):
+        page.keyboard.press('Control+Home')
+        for _ in range(n - 1):
+            page.keyboard.press('ArrowDown')
+        page.keyboard.press('End')  # select from the end of the line above the stub to the end of the raise line
+        page.keyboard.press('Shift+ArrowDown')
+        page.keyboard.press('Shift+ArrowDown')
+        page.keyboard.press('Shift+End')
+        type_lines(page, '\n' + body.rstrip('\n'))

@@ -18,16 +18,17 @@ import time
 import urllib.request
 
 import pytest
+from browserpage import AID, HEAD, HEAD_TESTS, LOCKED, NAME, NEXT, NOTEBOOK, RELEASE, SOLUTION, STUB, TESTS, cell, fill_in, menu
 from nbgrader.api import Gradebook
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
 from conftest import can_sandbox, free_port
 from course import demo
-from course.cells import MARKER, grade_id, read, role
+from course.cells import grade_id, read, role
 from course.demo import edited, solved
 from course.feedback import claim_name
-from course.layout import ROOT, copy_course, notebooks, steps
+from course.layout import ROOT, copy_course, steps
 
 CHROMIUM = '/usr/bin/chromium'
 # Headless, and quiet: without the background-networking flags Chromium calls home, which this closed network refuses.
@@ -37,21 +38,6 @@ SHOTS = ROOT / 'test-artifacts' / 'browser'
 STUDENT_SHOTS = ['01-student-opens-release', '02-student-locked-cell', '03-student-typed-head', '04-student-run-all',
                  '05-student-validate']
 INSTRUCTOR_SHOTS = ['06-formgrader-assignments', '07-formgrader-submissions', '08-formgrader-manual-grade']
-STUB = 'NotImplementedError: replace this line with your code'
-AID = 'step4' if 'step4' in steps() else steps()[0]  # the journeys are scripted on the reference step
-NAME = notebooks(AID)[0]
-NOTEBOOK = NAME.removesuffix('.ipynb')
-RELEASE = read(ROOT / 'release' / AID / NAME).cells
-HEAD = next(i for i, c in enumerate(RELEASE) if role(c) == 'solution')  # the first exercise: the Head class
-NEXT = next(i for i, c in enumerate(RELEASE) if i > HEAD and role(c) == 'solution')  # the exercise after it
-HEAD_TESTS = [i for i, c in enumerate(RELEASE[:NEXT]) if role(c) == 'test']  # run before the next exercise
-TESTS = [i for i, c in enumerate(RELEASE) if role(c) == 'test']
-LOCKED = HEAD_TESTS[0]
-SOURCE = next(c.source for c in read(ROOT / 'source' / AID / NAME).cells if c.id == RELEASE[HEAD].id)
-SOLUTION = MARKER.sub('', SOURCE)  # the Head cell as the student should end up with it
-SOLVED = re.findall(r'^[ \t]*### BEGIN SOLUTION[ \t]*\n(.*?)^[ \t]*### END SOLUTION', SOURCE, re.M | re.S)  # what they type
-
-
 def first_line(i):
     return RELEASE[i].source.splitlines()[0]
 
@@ -181,40 +167,6 @@ def page(chromium, tmp_path_factory):
         page = browser.pages[0] if browser.pages else browser.new_page()
         yield page
         browser.close()
-
-
-def menu(page, top, item):
-    page.locator('.lm-MenuBar-itemLabel', has_text=re.compile(f'^{top}$')).click()
-    page.locator('.lm-Menu-itemLabel', has_text=re.compile(f'^{re.escape(item)}$')).click()
-
-
-def cell(page, i):
-    return page.locator(f'.jp-Notebook .jp-Cell[data-windowed-list-index="{i}"]')
-
-
-def type_lines(page, text):
-    """Type text key by key; after each Enter, select CodeMirror's auto-indent so the line's own indentation replaces it."""
-    for n, line in enumerate(text.split('\n')):
-        if n:
-            page.keyboard.press('Enter')
-            page.keyboard.press('Shift+Home')
-        page.keyboard.type(line)
-
-
-def fill_in(page, i):
-    """In cell i, replace each stub (# YOUR CODE HERE and the raise below it) by the source's solution, typed, last one first."""
-    lines = RELEASE[i].source.split('\n')
-    stubs = [n for n, line in enumerate(lines) if line.strip() == '# YOUR CODE HERE']
-    cell(page, i).locator('.cm-content').click()
-    for n, body in reversed(list(zip(stubs, SOLVED, strict=True))):
-        page.keyboard.press('Control+Home')
-        for _ in range(n - 1):
-            page.keyboard.press('ArrowDown')
-        page.keyboard.press('End')  # select from the end of the line above the stub to the end of the raise line
-        page.keyboard.press('Shift+ArrowDown')
-        page.keyboard.press('Shift+ArrowDown')
-        page.keyboard.press('Shift+End')
-        type_lines(page, '\n' + body.rstrip('\n'))
 
 
 CELLS_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].map(c => ({

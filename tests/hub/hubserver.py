@@ -111,7 +111,7 @@ class Classroom:
             data = student['home'] / 'input.txt'
             shutil.copy(ROOT / 'input.txt', data)
             os.chown(data, student['uid'], student['gid'])
-        self.instructor_run(['nbgrader', 'generate_assignment', STEP, '--force'], 'generate_assignment')
+        # release/ is the student version make build wrote (nbgrader's generate_assignment): released as it is
         self.instructor_run(['nbgrader', 'release_assignment', STEP], 'release_assignment')
 
     def instructor_run(self, args, what, timeout=600):
@@ -150,10 +150,25 @@ class Hub:
         self.log = open(self.log_path, 'w')
         self.process = subprocess.Popen([str(HUB_ENV / 'bin' / 'jupyterhub'), '-f', str(ROOT / 'hub' / 'jupyterhub_config.py')],
                                         cwd=self.state, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        self.wait_ready()
+        try:
+            self.wait_ready()
+        except BaseException:  # a hub that exits on a critical error leaves its proxy running: stop what started
+            self.kill_left(self.stop())
+            raise
+
+    @staticmethod
+    def kill_left(left):
+        for line in left:
+            try:
+                psutil.Process(int(line.split()[0])).kill()
+            except psutil.NoSuchProcess:
+                pass
 
     def log_tail(self, n=4000):
-        return self.log_path.read_text(errors='replace')[-n:]
+        """The hub's log without the proxy's lines (which repeat every failed request), its last n characters."""
+        lines = self.log_path.read_text(errors='replace').splitlines()
+        own = [line for line in lines if '[ConfigProxy]' not in line and not line.startswith((' ', '}'))]
+        return '\n'.join(own)[-n:]
 
     def wait_ready(self, timeout=300):
         """Until the hub answers its health check through the proxy (a busy machine takes a while), or it exits."""
@@ -202,7 +217,11 @@ def classroom():
     require_root()
     base = Path(tempfile.mkdtemp(prefix='course-hub-', dir='/var/tmp'))
     os.chmod(base, 0o755)  # the accounts reach the exchange inside it
-    room = Classroom(base)
+    try:
+        room = Classroom(base)
+    except BaseException:
+        shutil.rmtree(base, ignore_errors=True)
+        raise
     yield room
     for user in room.users():
         kill_processes_of(user['uid'])
@@ -213,10 +232,5 @@ def classroom():
 def hub(classroom):
     server = Hub(classroom)
     yield server
-    left = server.stop()
-    for line in left:  # never leave a server running, whatever the tests said
-        try:
-            psutil.Process(int(line.split()[0])).kill()
-        except psutil.NoSuchProcess:
-            pass
+    server.kill_left(server.stop())  # never leave a server running, whatever the tests said
 

@@ -18,10 +18,10 @@ import re
 import stat
 
 import pytest
+from browserpage import CHROMIUM, CHROMIUM_ARGS, HEAD, HEAD_TESTS, NAME, NOTEBOOK, SOLUTION, cell, fill_in, menu
 from hubserver import COURSE_ID, STEP, as_user, classroom, hub  # noqa: F401  (fixtures)
 from nbgrader.api import Gradebook
 from playwright.sync_api import sync_playwright
-from test_browser import CHROMIUM, CHROMIUM_ARGS, HEAD, HEAD_TESTS, NAME, NOTEBOOK, SOLUTION, cell, fill_in, menu
 
 from course.layout import ROOT
 
@@ -35,7 +35,7 @@ def shoot(page, name):
 
 
 @pytest.fixture(scope='module')
-def browser(hub):
+def browser():
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"needs Debian's chromium at {CHROMIUM}: as root, `make system` (apt-get install chromium)")
     with sync_playwright() as p:
@@ -59,18 +59,29 @@ def log_in(browser, hub, user):
     return context, page
 
 
+def nbgrader_menu(page):
+    """The items of JupyterLab's Nbgrader menu, as this user's server offers them."""
+    page.locator('.lm-MenuBar-itemLabel', has_text=re.compile('^Nbgrader$')).click()
+    items = [t.strip() for t in page.locator('.lm-Menu-itemLabel').all_text_contents() if t.strip()]
+    page.keyboard.press('Escape')
+    return items
+
+
 def assignment_list(page):
     menu(page, 'Nbgrader', 'Assignment List')
     page.locator('#released_assignments_list_loading').wait_for(state='hidden')
 
 
 @pytest.fixture(scope='module')
-def student_journey(hub, classroom, browser):
+def student_journey(browser, hub, classroom):
     """The first student: logs in, fetches, fills in Head, validates, submits. Returns what the pages showed."""
     student = classroom.students[0]
     seen = {}
     context, page = log_in(browser, hub, student)
     seen['lab_url'] = page.url
+    seen['menu'] = nbgrader_menu(page)
+    response = context.request.get(f'{hub.url}/services/{COURSE_ID}/formgrader/manage_assignments')
+    seen['formgrader'] = (response.status, response.text()[:3000])
     assignment_list(page)
     released = page.locator('#released_assignments_list .list_item', has_text=STEP)
     released.wait_for()
@@ -116,11 +127,12 @@ def formgrader_frame(page):
 
 
 @pytest.fixture(scope='module')
-def instructor_journey(student_journey, hub, classroom, browser):
+def instructor_journey(browser, student_journey, hub, classroom):
     """The instructor: logs in, opens the formgrader from the course list, collects; grades with python -m course.grade
     in the course directory, as the instructor; releases the feedback from the formgrader."""
     seen = {}
     context, page = log_in(browser, hub, classroom.instructor)
+    seen['menu'] = nbgrader_menu(page)
     menu(page, 'Nbgrader', 'Course List')
     link = page.locator('#formgrader_list a', has_text=COURSE_ID).or_(page.get_by_role('link', name=COURSE_ID)).first
     link.wait_for()
@@ -202,8 +214,10 @@ def test_submitted_notebook_in_the_exchange_holds_the_typed_head(student_journey
 
 
 def test_validate_passes_heads_tests(student_journey):
-    from test_browser import RELEASE
+    from browserpage import RELEASE, STUB
 
+    assert STUB in student_journey['validate'], (
+        f"Validate should list the later exercises, left as stubs, as failing: {student_journey['validate'][:2000]}")
     failed = [RELEASE[i].source.splitlines()[0] for i in HEAD_TESTS if RELEASE[i].source.splitlines()[0] in
               student_journey['validate']]
     assert not failed, f"Validate lists Head's own tests as failed: {failed}\n{student_journey['validate'][:2000]}"
@@ -251,6 +265,40 @@ def test_student_reads_their_score_on_the_feedback_page(feedback_journey, classr
     assert want.search(text), f'the page does not say Score: {score:g} / {max_score:g}:\n{text[:1500]}'
 
 
+@pytest.fixture(scope='module')
+def grader_journey(browser, student_journey, hub, classroom):
+    """A grader (not the instructor): logs in; the course list links to the formgrader, which serves them."""
+    context, page = log_in(browser, hub, classroom.graders[0])
+    menu(page, 'Nbgrader', 'Course List')
+    link = page.get_by_role('link', name=COURSE_ID).first
+    link.wait_for()
+    seen = {'course_link': link.get_attribute('href')}
+    response = context.request.get(f'{hub.url}/services/{COURSE_ID}/formgrader/manage_assignments')
+    seen['formgrader'] = (response.status, response.text()[:3000])
+    shoot(page, '12-grader-course-list')
+    context.close()
+    return seen
+
+
+def test_student_sees_only_the_assignment_list(student_journey):
+    assert student_journey['menu'] == ['Assignment List'], student_journey['menu']
+
+
+def test_instructor_sees_the_course_list_and_no_local_formgrader(instructor_journey):
+    assert instructor_journey['menu'] == ['Assignment List', 'Course List'], instructor_journey['menu']
+
+
+def test_student_cannot_open_the_formgrader(student_journey):
+    status, body = student_journey['formgrader']
+    assert status == 403 and 'Manage Assignments' not in body, (status, body[:500])
+
+
+def test_grader_reaches_the_formgrader_through_the_course_list(grader_journey, hub):
+    status, body = grader_journey['formgrader']
+    assert grader_journey['course_link'] == f'{hub.url}/services/{COURSE_ID}/lab?formgrader=true', grader_journey
+    assert status == 200 and 'Manage Assignments' in body, (status, body[:500])
+
+
 # Security, as each student's own Unix account (their submissions are in the exchange once the journey has run).
 
 def other_submission(classroom):
@@ -258,10 +306,21 @@ def other_submission(classroom):
     return sorted(inbound.glob(f'{classroom.students[0]["name"]}+{STEP}+*'))[-1]
 
 
-def test_student_cannot_list_the_exchanges_inbound(student_journey, classroom):
+def test_student_cannot_list_the_exchanges_inbound_or_feedback(feedback_journey, classroom):
     for student in classroom.students[1:]:
-        done = as_user(student, classroom.exchange, ['ls', str(classroom.exchange / COURSE_ID / 'inbound')])
-        assert done.returncode != 0 and 'Permission denied' in done.stderr, (student['name'], done.stdout, done.stderr)
+        for folder in ('inbound', 'feedback'):
+            done = as_user(student, classroom.exchange, ['ls', str(classroom.exchange / COURSE_ID / folder)])
+            assert done.returncode != 0 and 'Permission denied' in done.stderr, (student['name'], folder, done.stdout)
+
+
+def test_student_cannot_read_another_students_work_or_feedback_in_their_home(feedback_journey, classroom):
+    owner = classroom.students[0]
+    targets = [owner['home'] / STEP / NAME, *feedback_journey['feedback_files']]
+    assert all(p.exists() for p in targets) and len(targets) > 1, targets
+    for student in classroom.students[1:]:
+        for path in targets:
+            done = as_user(student, classroom.exchange, ['cat', str(path)])
+            assert done.returncode != 0 and 'Permission denied' in done.stderr, (student['name'], str(path))
 
 
 def test_student_cannot_read_the_instructors_source_instructor_files_or_gradebook(instructor_journey, classroom):
@@ -306,7 +365,7 @@ def test_students_cannot_rename_or_remove_the_courses_exchange_folder(student_jo
     assert done.returncode != 0 and folder.is_dir(), done.stderr
 
 
-def test_hub_stops_every_server_and_the_proxy(feedback_journey, hub):
+def test_hub_stops_every_server_and_the_proxy(feedback_journey, grader_journey, hub):
     """Last: the hub, told to stop, stops the servers it spawned, its formgrader service and the proxy."""
     left = hub.stop()
     assert hub.process.returncode is not None and not left, f'still running after the hub stopped: {left}'

@@ -28,6 +28,11 @@ TRIL_BODY = f"""    tril = {TRIL_ONES}
     {ROWS}  # (T,T), row t holds 1/(t+1) on columns 0..t
     return wei @ x  # (T,T) @ (B,T,C) -> (B,T,C)"""
 SOFTMAX_RETURN = 'return wei @ x  # (T,T) @ (B,T,C) -> (B,T,C)'
+SOFTMAX_BODY = f"""    tril = {TRIL_ONES.split('  #')[0]}  # (T,T)
+    {ZEROS}  # (T,T): every position equally welcome
+    {MASK}  # (T,T): no weight on the future
+    {ROW_SOFTMAX}  # (T,T), a softmax along each row
+    {SOFTMAX_RETURN}"""
 SDPA = '    return F.scaled_dot_product_attention(torch.zeros_like(x), torch.zeros_like(x), x, is_causal=True)'
 
 MUTANTS = [
@@ -73,7 +78,7 @@ MUTANTS = [
     Variant('tril_calls_the_loop', ((TRIL, 'return wei @ x', 'return average_loop(x)'),), (METHOD[TRIL],)),
     Variant('tril_by_sdpa', ((TRIL, TRIL_BODY, SDPA),), (METHOD[TRIL],)),
     Variant('softmax_calls_the_loop', ((SOFTMAX, SOFTMAX_RETURN, 'return average_loop(x)'),), (METHOD[SOFTMAX],)),
-    Variant('softmax_calls_tril', ((SOFTMAX, SOFTMAX_RETURN, 'return average_tril(x)'),), (METHOD[SOFTMAX],)),
+    Variant('softmax_calls_tril', ((SOFTMAX, SOFTMAX_BODY, '    return average_tril(x)  # (B,T,C)'),), (METHOD[SOFTMAX],)),
     Variant('softmax_by_sdpa', ((SOFTMAX, SOFTMAX_RETURN, SDPA.strip()),), (METHOD[SOFTMAX],)),
     Variant('loop_calls_tril', ((LOOP, LOOP_BODY, '    return average_tril(x)\n'),), (METHOD[LOOP],)),
     Variant('loop_by_cumsum', ((LOOP, LOOP_BODY, '    out = x.cumsum(dim=1) / torch.arange(1, T + 1, dtype=x.dtype)[:, None]\n'),),

@@ -152,6 +152,7 @@ ALTERNATIVES = [
                                       (SOFTMAX, MASK, 'scores = scores')),),
     Variant('alt_softmax_bool_mask', ((SOFTMAX, 'tril == 0', '~tril.bool()'),)),
     Variant('alt_bow_softmax_average', (('bow', MEAN, 'x = average_softmax(tok)'),)),
+    Variant('alt_bow_head_then_mean', (('bow', MEAN, 'x = tok'), ('bow', 'logits = self.lm_head(x)', 'logits = average_tril(self.lm_head(x))'))),
     Variant('alt_bow_embedding_call', (('bow', 'tok = self.token_embedding_table.weight[idx]', 'tok = self.token_embedding_table(idx)'),)),
     Variant('alt_bow_cumsum', (('bow', MEAN, 'x = tok.cumsum(dim=1) / torch.arange(1, T + 1)[:, None]'),)),
     Variant('alt_bow_loss_over_class_axis', (('bow', LOSS, 'F.cross_entropy(logits.transpose(1, 2), targets)'),)),

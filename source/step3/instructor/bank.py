@@ -134,8 +134,10 @@ ALTERNATIVES = [
     {ROWS}""", """    wei = torch.zeros(T, T, dtype=x.dtype)  # (T,T)
     for t in range(T):
         wei[t, :t + 1] = 1 / (t + 1)"""),)),
+    Variant('alt_tril_by_linear', ((TRIL, 'return wei @ x', 'return F.linear(x.transpose(1, 2), wei).transpose(1, 2)'),)),
     Variant('alt_tril_matmul_call', ((TRIL, 'return wei @ x', 'return torch.matmul(wei, x)'),)),
     Variant('alt_softmax_tensor_method', ((SOFTMAX, ROW_SOFTMAX, 'wei = scores.softmax(dim=-1)'),)),
+    Variant('alt_softmax_module', ((SOFTMAX, ROW_SOFTMAX, 'wei = nn.Softmax(dim=-1)(scores)'),)),
     Variant('alt_softmax_by_hand', ((SOFTMAX, ROW_SOFTMAX, 'wei = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)'),)),
     Variant('alt_softmax_batched_weights', ((SOFTMAX, SOFTMAX_RETURN, 'return wei.expand(B, T, T) @ x'),)),
     Variant('alt_running_loop_sum', ((RUNNING, '''    counts = torch.arange(1, T + 1, dtype=x.dtype)[:, None]  # (T,1): t + 1 at row t

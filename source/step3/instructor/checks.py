@@ -13,8 +13,9 @@ from course.claims import claim, expect_causal
 WAYS = ('average_loop', 'average_tril', 'average_softmax')
 RUNNING = 'average_running'  # the fourth way, O(TC)
 METHOD_T = (24, 96)  # the two lengths at which the probe records each way's torch calls (B = 2, C = 3: T differs from both)
-MATMULS = ('matmul', '__matmul__', '__rmatmul__', 'bmm', 'mm', 'einsum', 'tensordot')  # a matrix product, however written
-SOFTMAXES = ('softmax', 'exp', 'exp_')  # a softmax, by torch or by hand (exponentiate, then normalise)
+# a matrix product, however written
+MATMULS = ('matmul', '__matmul__', '__rmatmul__', 'bmm', 'mm', 'einsum', 'tensordot', 'linear', 'addmm', 'baddbmm')
+SOFTMAXES = ('softmax', 'special_softmax', 'exp', 'exp_')  # a softmax, by torch or by hand (exponentiate, then normalise)
 CASES = [  # (B, T, C, dtype, tolerance), as in the hidden tests of the three *_by_hand cells
     (3, 7, 5, 'float32', 1e-6), (2, 1, 4, 'float32', 1e-6), (4, 16, 3, 'float32', 1e-6),
     (2, 9, 4, 'float64', 1e-12), (1, 33, 2, 'float64', 1e-12),

@@ -91,6 +91,9 @@ MUTANTS = [
             FALLS),
     Variant('one_batch_for_every_step', cell('train', ("    losses = []\n", "    losses = []\n    xb, yb = get_batch('train', B, T)\n"),
                                              ("        xb, yb = get_batch('train', B, T)  # (B,T), (B,T)\n", '')), FALLS),
+    Variant('optimizer_created_every_step', cell('train', ('    optimizer = torch.optim.Adam(model.parameters(), lr=lr)\n', ''),
+                                                  ('        xb, yb = get_batch', '        optimizer = torch.optim.Adam(model.parameters(), lr=lr)\n'
+                                                                               '        xb, yb = get_batch')), FALLS + GAP + TV),
     Variant('losses_kept_as_tensors', cell('train', ('losses.append(loss.item())', 'losses.append(loss)')), FALLS),
 ]
 

@@ -28,6 +28,11 @@ TRIL_BODY = f"""    tril = {TRIL_ONES}
     {ROWS}  # (T,T), row t holds 1/(t+1) on columns 0..t
     return wei @ x  # (T,T) @ (B,T,C) -> (B,T,C)"""
 SOFTMAX_RETURN = 'return wei @ x  # (T,T) @ (B,T,C) -> (B,T,C)'
+SOFTMAX_BODY = f"""    tril = {TRIL_ONES.split('  #')[0]}  # (T,T)
+    {ZEROS}  # (T,T): every position equally welcome
+    {MASK}  # (T,T): no weight on the future
+    {ROW_SOFTMAX}  # (T,T), a softmax along each row
+    {SOFTMAX_RETURN}"""
 SDPA = '    return F.scaled_dot_product_attention(torch.zeros_like(x), torch.zeros_like(x), x, is_causal=True)'
 
 MUTANTS = [
@@ -73,7 +78,7 @@ MUTANTS = [
     Variant('tril_calls_the_loop', ((TRIL, 'return wei @ x', 'return average_loop(x)'),), (METHOD[TRIL],)),
     Variant('tril_by_sdpa', ((TRIL, TRIL_BODY, SDPA),), (METHOD[TRIL],)),
     Variant('softmax_calls_the_loop', ((SOFTMAX, SOFTMAX_RETURN, 'return average_loop(x)'),), (METHOD[SOFTMAX],)),
-    Variant('softmax_calls_tril', ((SOFTMAX, SOFTMAX_RETURN, 'return average_tril(x)'),), (METHOD[SOFTMAX],)),
+    Variant('softmax_calls_tril', ((SOFTMAX, SOFTMAX_BODY, '    return average_tril(x)  # (B,T,C)'),), (METHOD[SOFTMAX],)),
     Variant('softmax_by_sdpa', ((SOFTMAX, SOFTMAX_RETURN, SDPA.strip()),), (METHOD[SOFTMAX],)),
     Variant('loop_calls_tril', ((LOOP, LOOP_BODY, '    return average_tril(x)\n'),), (METHOD[LOOP],)),
     Variant('loop_by_cumsum', ((LOOP, LOOP_BODY, '    out = x.cumsum(dim=1) / torch.arange(1, T + 1, dtype=x.dtype)[:, None]\n'),),
@@ -129,8 +134,11 @@ ALTERNATIVES = [
     {ROWS}""", """    wei = torch.zeros(T, T, dtype=x.dtype)  # (T,T)
     for t in range(T):
         wei[t, :t + 1] = 1 / (t + 1)"""),)),
+    Variant('alt_tril_by_linear', ((TRIL, 'return wei @ x', 'return F.linear(x.transpose(1, 2), wei).transpose(1, 2)'),)),
     Variant('alt_tril_matmul_call', ((TRIL, 'return wei @ x', 'return torch.matmul(wei, x)'),)),
     Variant('alt_softmax_tensor_method', ((SOFTMAX, ROW_SOFTMAX, 'wei = scores.softmax(dim=-1)'),)),
+    Variant('alt_softmax_module', ((SOFTMAX, ROW_SOFTMAX, 'wei = nn.Softmax(dim=-1)(scores)'),)),
+    Variant('alt_softmax_by_hand', ((SOFTMAX, ROW_SOFTMAX, 'wei = scores.exp() / scores.exp().sum(dim=-1, keepdim=True)'),)),
     Variant('alt_softmax_batched_weights', ((SOFTMAX, SOFTMAX_RETURN, 'return wei.expand(B, T, T) @ x'),)),
     Variant('alt_running_loop_sum', ((RUNNING, '''    counts = torch.arange(1, T + 1, dtype=x.dtype)[:, None]  # (T,1): t + 1 at row t
     return x.cumsum(dim=1) / counts  # (B,T,C): the prefix sums S_t = S_{t-1} + x_t, each divided by t + 1''',
@@ -147,6 +155,7 @@ ALTERNATIVES = [
                                       (SOFTMAX, MASK, 'scores = scores')),),
     Variant('alt_softmax_bool_mask', ((SOFTMAX, 'tril == 0', '~tril.bool()'),)),
     Variant('alt_bow_softmax_average', (('bow', MEAN, 'x = average_softmax(tok)'),)),
+    Variant('alt_bow_head_then_mean', (('bow', MEAN, 'x = tok'), ('bow', 'logits = self.lm_head(x)', 'logits = average_tril(self.lm_head(x))'))),
     Variant('alt_bow_embedding_call', (('bow', 'tok = self.token_embedding_table.weight[idx]', 'tok = self.token_embedding_table(idx)'),)),
     Variant('alt_bow_cumsum', (('bow', MEAN, 'x = tok.cumsum(dim=1) / torch.arange(1, T + 1)[:, None]'),)),
     Variant('alt_bow_loss_over_class_axis', (('bow', LOSS, 'F.cross_entropy(logits.transpose(1, 2), targets)'),)),

@@ -13,7 +13,9 @@ from course.claims import claim, expect_causal
 WAYS = ('average_loop', 'average_tril', 'average_softmax')
 RUNNING = 'average_running'  # the fourth way, O(TC)
 METHOD_T = (24, 96)  # the two lengths at which the probe records each way's torch calls (B = 2, C = 3: T differs from both)
-MATMULS = ('matmul', '__matmul__', '__rmatmul__', 'bmm', 'mm', 'einsum', 'tensordot')  # a matrix product, however written
+# a matrix product, however written
+MATMULS = ('matmul', '__matmul__', '__rmatmul__', 'bmm', 'mm', 'einsum', 'tensordot', 'linear', 'addmm', 'baddbmm')
+SOFTMAXES = ('softmax', 'special_softmax', 'exp', 'exp_')  # a softmax, by torch or by hand (exponentiate, then normalise)
 CASES = [  # (B, T, C, dtype, tolerance), as in the hidden tests of the three *_by_hand cells
     (3, 7, 5, 'float32', 1e-6), (2, 1, 4, 'float32', 1e-6), (4, 16, 3, 'float32', 1e-6),
     (2, 9, 4, 'float64', 1e-12), (1, 33, 2, 'float64', 1e-12),
@@ -66,7 +68,7 @@ def make_inputs(seed=20263):
     return x
 
 
-def probe(nb, inp, run, *, WAYS, RUNNING, CASES, V, REF_SHAPES, N_EMBD, METHOD_T, MATMULS):
+def probe(nb, inp, run, *, WAYS, RUNNING, CASES, V, REF_SHAPES, N_EMBD, METHOD_T, MATMULS, SOFTMAXES):
     """In the student's kernel: the three averages and BagOfWordsModel on the grader's inputs, and the torch calls each
     average makes (its method)."""
     import math
@@ -99,7 +101,7 @@ def probe(nb, inp, run, *, WAYS, RUNNING, CASES, V, REF_SHAPES, N_EMBD, METHOD_T
         return {'calls': len(calls), 'work': sum(math.prod(out) for _, _, out in calls if out is not None),
                 'TxT': any(sum(d == T for d in s) >= 2 for _, shapes, out in calls for s in [*shapes, out or ()]),
                 'matmul_TxT': any(name in MATMULS and any(map(square, shapes)) for name, shapes, _ in calls),
-                'softmax_TxT': any(name == 'softmax' and any(map(square, shapes)) for name, shapes, _ in calls),
+                'softmax_TxT': any(name in SOFTMAXES and any(map(square, shapes)) for name, shapes, _ in calls),
                 'prefix_sum': any(name.startswith('cum') for name, _, _ in calls),
                 'attention': any(name == 'scaled_dot_product_attention' for name, _, _ in calls)}
 

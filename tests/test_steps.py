@@ -113,11 +113,6 @@ def test_the_reproduced_solutions_are_the_ones_the_text_shows():
                        'reproduced lines in the def or class that the earlier step taught them in):\n' + '\n'.join(wrong))
 
 
-# The steps whose test cells bind only names of their own. Steps 4-6 still rebind the notebook's names in their
-# tests (x, m, head, ...): add a step here once its test cells are cleaned, and this test keeps it so.
-OWN_NAMES_ONLY = ('step1', 'step2', 'step3', 'step4', 'step5', 'step6')
-
-
 def bound_names(source):
     """The names a cell binds at the top level of the notebook's namespace (comprehensions, lambdas, functions and classes
     keep their own scopes; a def or class binds its own name)."""
@@ -145,7 +140,7 @@ def bound_names(source):
     return out
 
 
-@pytest.mark.parametrize('step', [s for s in steps() if s in OWN_NAMES_ONLY])
+@pytest.mark.parametrize('step', steps())
 def test_test_cells_bind_no_name_of_the_notebook(step):
     """A test cell that reassigns a name the notebook defines (Step 2's test set P to a 7x7 matrix) breaks the cells
     after it when a student re-runs the test: every name a test cell binds is its own."""
@@ -158,7 +153,7 @@ def test_test_cells_bind_no_name_of_the_notebook(step):
     assert not clashes, 'test cells rebind names of the notebook (give them names of their own):\n' + '\n'.join(clashes)
 
 
-@pytest.mark.parametrize('step', [s for s in steps() if s in OWN_NAMES_ONLY])
+@pytest.mark.parametrize('step', steps())
 def test_rerunning_the_test_cells_leaves_the_notebook_intact(step):
     """The student's way: run the notebook, run every test cell again, then the rest of the notebook again. Every name
     the notebook bound still holds the same object after the tests, and the re-run raises nothing."""

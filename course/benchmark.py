@@ -143,8 +143,9 @@ def bench(size, args):
             runs['plain serial ... + generate_feedback'] = 'with feedback', plain['with feedback']
         for name, kind, flags in plan:
             reset(course)
-            runs[name] = kind, timed([sys.executable, '-m', 'course.grade', *flags,
-                                      *(a for aid in selected for a in ('--step', aid))], course)
+            # the whole command as an instructor runs it (make grade: no --step), from its start to its last line: it
+            # prepares the steps that have submissions (the class's), grades, exports, and writes the class report
+            runs[name] = kind, timed([sys.executable, '-m', 'course.grade', *flags], course)
             results[name] = grades(course, cls)
     print(f'\n{n} submissions ({len(cls)} students x {", ".join(selected)}), {os.cpu_count()} cores, '
           f'default jobs {os.cpu_count() + 2}; floor (python -c "import torch, matplotlib.pyplot") = {floor:.2f} s, median of 3')
@@ -161,7 +162,7 @@ def bench(size, args):
     if args.serial:
         one, default = runs['course.grade --no-feedback --jobs 1'][1], runs['course.grade --no-feedback'][1]
         print(f'default jobs vs --jobs 1 (both --no-feedback): {one / default:.2f}x')
-    if plain:
+    if plain:  # plain nbgrader's autograde and generate_feedback, each per step, against the whole of make grade
         ratio = plain['with feedback'] / runs['course.grade (make grade)'][1]
         print(f'make grade vs plain serial nbgrader, feedback included: {ratio:.2f}x '
               f'({"at least" if ratio >= 4 else "below"} the 4x floor; {ratio / 5:.0%} of the 5x aim)')

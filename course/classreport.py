@@ -20,6 +20,7 @@ import base64
 import datetime
 import hashlib
 import io
+import json
 import os
 import re
 import statistics
@@ -471,6 +472,40 @@ the other's, and at least {{ min_overlap }} characters of tokenised code shared.
 """
 
 
+SECTIONS = Path('.build') / 'classreport'  # each step's section as last built, with what it was built from (its key)
+
+
+def section_key(step, rows, root=ROOT, threshold=SIMILARITY):
+    """What a step's section is built from, hashed: its rows (grades, statuses, records), the threshold, this module's
+    code, and the notebooks its similarity reads (each student's autograded ones, the step's source and release: path,
+    size, modification time)."""
+    root = Path(root)
+    files = sorted((root / 'autograded').glob(f'*/{step}/*.ipynb')) + sorted((root / 'source' / step).glob('*.ipynb'))
+    files += sorted((root / 'release' / step).glob('*.ipynb'))
+    stamp = [(str(f.relative_to(root)), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.is_file()]
+    data = json.dumps([step, rows, threshold, Path(__file__).read_text(), stamp], sort_keys=True, default=str)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def cached_section(step, rows, root=ROOT, threshold=SIMILARITY):
+    """step_section(), or the one built last time if nothing it is built from changed (section_key()): make grade of one
+    step rebuilds that step's section, and reads the others' back (their figures and similarity are most of the cost)."""
+    path = Path(root) / SECTIONS / f'{step}.json'
+    key = section_key(step, rows, root, threshold)
+    try:
+        saved = json.loads(path.read_text())
+        if saved['key'] == key:
+            return saved['section']
+    except (OSError, ValueError, KeyError, TypeError):  # none yet, or damaged: built again
+        pass
+    section = step_section(step, rows, root, threshold)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix('.part')
+    tmp.write_text(json.dumps({'key': key, 'section': section}))
+    tmp.replace(path)
+    return json.loads(json.dumps(section))  # as a cached one reads (lists for tuples): one page either way
+
+
 def render(table, root=ROOT, threshold=SIMILARITY):
     """The page, as a string, from load()'s table."""
     from jinja2 import Environment, StrictUndefined
@@ -479,7 +514,7 @@ def render(table, root=ROOT, threshold=SIMILARITY):
     # No script may run, no resource load but the inlined images, the one style block; nothing may submit or re-base.
     csp = f"default-src 'none'; img-src data:; style-src 'sha256-{style}'; base-uri 'none'; form-action 'none'"
     env = Environment(autoescape=True, undefined=StrictUndefined, trim_blocks=False)
-    steps = [step_section(step, rows, root, threshold) for step, rows in table.items()]
+    steps = [cached_section(step, rows, root, threshold) for step, rows in table.items()]
     students = len({r['student_id'] for rows in table.values() for r in rows})
     built = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
     return env.from_string(TEMPLATE).render(csp=csp, css=CSS, steps=steps, students=students, built=built,

@@ -63,8 +63,8 @@ def run(course, *flags):
     # --timeout=600: a whole submission's limit, far above what one takes (seconds), so that only a hung one meets it, even
     # on a machine loaded many times over (a hung cell meets --cell-timeout first). --cell-timeout=60, a cap far above what
     # a cell takes: a solution cell of under 1 s took up to 19 s on the 2-core machine at a load average of 15, Step 3's
-    # training cell over 30 s at 25, and a probe cell that times out fails its checks silently; only the corpus's hung
-    # cells should meet it
+    # training cell over 30 s at 25, and a probe cell that times out fails the checks it did not reach (its status
+    # says so); only the corpus's hung cells should meet it
     # where no sandbox works, make grade refuses a real class: the corpus cases that do not need one are graded without
     unsandboxed = () if can_sandbox() else ('--no-sandbox',)
     done = subprocess.run([sys.executable, '-m', 'course.grade', '--cell-timeout=60', '--timeout=600', *unsandboxed, *flags],

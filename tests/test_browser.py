@@ -86,9 +86,9 @@ def chromium():
     return CHROMIUM
 
 
-# The demo class of the step the journeys are scripted on (the perfect and the blank submission): make grade still
-# generates every step, which the formgrader lists, with no submission but this one's (the other steps' classes are
-# graded in tests/test_grading.py)
+# The demo class of the step the journeys are scripted on (the perfect and the blank submission): make grade prepares
+# and grades this step only; the formgrader lists every step of source/, with no submission but this one's (the other
+# steps' classes are graded in tests/test_grading.py)
 WRITE_DEMO = ('from course.demo import demo_class, write_class; from course.layout import ROOT; '
               f'write_class(demo_class([{AID!r}]), ROOT / "submitted")')
 

@@ -10,6 +10,7 @@ course's nbgrader_config.py as an instructor would set it: a late submission sco
 LateSubmissionPlugin), so that a late penalty shows."""
 
 import datetime
+import os
 import re
 
 import pytest
@@ -19,7 +20,8 @@ from hubkit import NO_SANDBOX
 from course import sandbox
 from course.layout import autograded_points, notebooks, steps
 
-STEPS = steps()
+# Every step of source/ (CI); HUB_STEPS="step1 step4" runs the loop on those only, for a quicker run by hand.
+STEPS = os.environ.get('HUB_STEPS', '').split() or steps()
 ROLES = ('ontime', 'mistake', 'twice', 'late', 'never')
 POLICY = "c.LateSubmissionPlugin.penalty_method = 'zero'  # this class: a late submission scores zero"
 
@@ -35,7 +37,8 @@ def loop(tmp_path_factory, unix_users, user_python, exchange, postgres):
     roster = course.root / 'roster.csv'
     roster.write_text('id,last_name,first_name\n' + ''.join(f'{ids[role]},{role},Student\n' for role in ROLES))
     course.nbgrader('db', 'student', 'import', roster)
-    in_parallel([lambda step=step: course.nbgrader('release_assignment', step) for step in STEPS], workers=2)
+    for step in STEPS:  # one at a time, as nbgrader expects: two at once race to make the exchange's folders
+        course.nbgrader('release_assignment', step)
 
     def on_time(role):
         s = students[role]
@@ -60,10 +63,13 @@ def loop(tmp_path_factory, unix_users, user_python, exchange, postgres):
             students['late'].work(step, name, nb)
         students['late'].submit(step)
 
-    in_parallel([lambda step=step: late(step) for step in STEPS], workers=2)
-    in_parallel([lambda step=step: course.nbgrader('collect', step) for step in STEPS], workers=2)
+    for step in STEPS:  # one student: one command at a time, as a person (two submits at once race on its cache folder)
+        late(step)
+    for step in STEPS:
+        course.nbgrader('collect', step)
     graded = course.grade()
-    in_parallel([lambda step=step: course.nbgrader('release_feedback', step) for step in STEPS], workers=2)
+    for step in STEPS:  # (two release_feedback at once: one fails making the exchange's feedback folder)
+        course.nbgrader('release_feedback', step)
     in_parallel([lambda s=students[role]: s.fetch_feedback(*STEPS) for role in ('ontime', 'mistake', 'twice', 'late')])
     return {'course': course, 'students': students, 'ids': ids, 'due': due, 'out': graded,
             'inbound': course.inbound(), 'ours': read_ours(course), 'theirs': theirs(course)}

@@ -25,7 +25,7 @@ import nbformat
 import psutil
 from nbgrader.api import Gradebook, MissingEntry
 
-from course import runner
+from course import gradebook, runner
 from course.cells import role
 from course.demo import DEMO_MARK, demo_class, solved, write_class
 from course.layout import ROOT, copy_course, notebooks, steps
@@ -108,6 +108,9 @@ def main():
     ap.add_argument('--serial', action='store_true', help='also time course.grade --jobs 1')
     ap.add_argument('--cold', action='store_true', help='also time course.grade --cold (a kernel started from scratch each)')
     args = ap.parse_args()
+    # Each class's gradebook is a SQLite file of its own copy of the course (reset between runs), whatever the course's
+    # setting (course.gradebook): a shared PostgreSQL database would mix the classes and their timings.
+    os.environ[gradebook.ENV] = gradebook.SQLITE
     print(stamp())
     for size in args.size or [0]:
         bench(size, args)

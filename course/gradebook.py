@@ -27,8 +27,9 @@ def url(root=ROOT):
     """The gradebook's SQLAlchemy URL as configured: $COURSE_GRADEBOOK_URL, else course.toml's gradebook_url, else SQLITE
     (relative to the course: course.runner.config() makes it absolute). Exits with one line naming the setting if it is
     neither SQLite nor PostgreSQL."""
+    toml = Path(root) / 'course.toml'
     where, chosen = next(((w, v) for w, v in ((f'${ENV}', os.environ.get(ENV)),
-                                             (f'{Path(root) / "course.toml"}: {KEY}', settings(root).get(KEY))) if v),
+                                             (f'{toml}: {KEY}', toml.is_file() and settings(root).get(KEY))) if v),
                          ('', SQLITE))
     if chosen.startswith('sqlite:///'):
         return chosen
@@ -71,7 +72,12 @@ def missing(db_url):
 
 
 def configured(root=ROOT):
-    """The URL nbgrader uses for the course at root: nbgrader_config.py's db_url (hence url()), made absolute."""
+    """The URL nbgrader uses for the course at root: nbgrader_config.py's db_url (hence url()), made absolute; url()'s
+    where the course has no nbgrader_config.py (a gradebook made by hand)."""
     from course import runner
 
-    return runner.config(root=root).CourseDirectory.db_url
+    if (Path(root) / 'nbgrader_config.py').is_file():
+        return runner.config(root=root).CourseDirectory.db_url
+    chosen = url(root)
+    path = sqlite_file(chosen)
+    return chosen if path is None or path.is_absolute() else chosen.replace(str(path), str(Path(root).resolve() / path), 1)

@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 JUPYTER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test test-browser pictures build check data grade mutants bench system clean publish collect test-hub hub
+.PHONY: demo test test-browser pictures build check data grade mutants bench system clean publish collect test-hub hub hub-system
 
 demo: data build  ## build the release and solution, autograde a demo class, print its grades
 	$(BIN)/python -m course.grade --demo
@@ -28,20 +28,11 @@ pictures: test-browser  ## the browser tests, then their screenshots copied into
 	$(BIN)/python tests/docpictures.py
 
 # The class past one machine (tests/hub/, docs/gradebook.md, docs/hub.md): real Unix users, nbgrader's exchange, a
-# PostgreSQL gradebook shared by two graders, a JupyterHub. As root with apt-get (CI), what it needs is installed when
-# missing (Debian's postgresql; nodejs and npm for the hub's proxy); the first run also builds a venv the test users can
-# run (/opt/course-hub). Everything it starts is stopped, and the users it makes removed, when it ends.
-HUB_PACKAGES := $(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) $(if $(shell command -v node),,nodejs npm)
-test-hub: data system  ## as root: the exchange loop, the gradebook on PostgreSQL, two graders at once, the load test, the hub
-ifneq ($(strip $(HUB_PACKAGES)),)
-	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  export DEBIAN_FRONTEND=noninteractive; \
-	  apt-get install -y -qq --no-install-recommends $(HUB_PACKAGES) >/dev/null 2>&1 \
-	  || { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $(HUB_PACKAGES) >/dev/null; } \
-	  || echo "warning: apt-get could not install $(HUB_PACKAGES): the tests that need them will skip"; \
-	else echo "note: $(HUB_PACKAGES) missing and not root with apt-get: the tests that need them will skip"; fi
-endif
-	$(BIN)/python -m pytest tests/hub
+# PostgreSQL gradebook shared by two graders, a JupyterHub. As root (CI): Debian's postgresql installed when missing,
+# and `make hub` (the proxy, the environment every account runs from at HUB_ENV). Everything the tests start is
+# stopped, and the homes and folders they make removed, when they end. Not as root: the tests skip, saying why.
+test-hub: data system $(if $(filter 0,$(shell id -u)),hub)  ## as root: the exchange loop, the gradebook on PostgreSQL, two graders at once, the load test, the hub
+	HUB_ENV=$(HUB_ENV) $(BIN)/python -m pytest tests/hub
 
 build: $(VENV)/.installed  ## regenerate release/ and notebooks/ from source/
 	$(BIN)/python -m course.build
@@ -78,13 +69,19 @@ SYSTEM_PACKAGES := $(if $(shell command -v bwrap),,bubblewrap) $(if $(wildcard /
 	$(if $(shell /usr/bin/python3.11 -c 'import ensurepip' 2>/dev/null && echo ok),,python3.11 python3.11-venv)
 system:  ## install bubblewrap, chromium and python3.11-venv with apt-get when missing (as root; else a note)
 ifneq ($(strip $(SYSTEM_PACKAGES)),)
-	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  export DEBIAN_FRONTEND=noninteractive; \
-	  apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES) >/dev/null 2>&1 \
-	  || { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES) >/dev/null; } \
-	  || echo "warning: apt-get could not install $(SYSTEM_PACKAGES): the tests that need them will skip"; \
-	else echo "note: $(SYSTEM_PACKAGES) missing and not root with apt-get: the tests that need them will skip"; fi
+	$(call apt_install,$(SYSTEM_PACKAGES))
 endif
+
+# $(call apt_install,PACKAGES): as root with apt-get, install them (apt-get update first only if the install fails; waits
+# for another apt's lock); otherwise a note that the tests needing them will skip.
+define apt_install
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  export DEBIAN_FRONTEND=noninteractive; apt="apt-get -o DPkg::Lock::Timeout=900"; \
+	  $$apt install -y -qq --no-install-recommends $(1) >/dev/null 2>&1 \
+	  || { $$apt update -qq >/dev/null && $$apt install -y -qq --no-install-recommends $(1) >/dev/null; } \
+	  || echo "warning: apt-get could not install $(1): the tests that need them will skip"; \
+	else echo "note: $(1) missing and not root with apt-get: the tests that need them will skip"; fi
+endef
 
 # JupyterLab run from this venv (.venv/bin/jupyter lab) does not list the files SQLite keeps beside gradebook.db while
 # make grade writes it, nor half-written downloads: such a file gone between jupyter_server's look at a folder and its
@@ -104,13 +101,14 @@ $(VENV)/.installed: requirements.txt
 	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null || true
 	touch $@
 
-# The class's hub (hub/jupyterhub_config.py, docs/hub.md), as root: Debian's nodejs and npm when missing, the proxy from
+# The class's hub (hub/jupyterhub_config.py, docs/hub.md), as root: Debian's postgresql, nodejs and npm when missing, the proxy from
 # npm into hub/node_modules (hub/package-lock.json, never global), and the environment every account's server runs
 # from, at HUB_ENV: the system's python3.11 (readable by every account, unlike a Python in root's home) with
 # requirements.txt, and hub/roles/ beside it. Rebuilt when requirements.txt changes.
 HUB_ENV ?= /opt/transformer-hub
 HUB_PYTHON ?= /usr/bin/python3.11
-hub: hub/node_modules/.installed $(HUB_ENV)/.installed  ## as root: install the hub (proxy, shared environment) for hub/jupyterhub_config.py
+HUB_PACKAGES := $(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) $(if $(shell command -v npm),,nodejs npm)
+hub: hub-system hub/node_modules/.installed $(HUB_ENV)/.installed  ## as root: install the hub (proxy, shared environment) for hub/jupyterhub_config.py
 	rm -rf $(HUB_ENV)/share/course-hub/roles
 	mkdir -p $(HUB_ENV)/share/course-hub
 	cp -r hub/roles $(HUB_ENV)/share/course-hub/roles
@@ -118,9 +116,13 @@ hub: hub/node_modules/.installed $(HUB_ENV)/.installed  ## as root: install the 
 	cp hub/overrides.json $(HUB_ENV)/share/jupyter/lab/settings/overrides.json  # no news or update prompts in a class
 	chmod -R a+rX $(HUB_ENV)
 
+hub-system:  ## Debian's postgresql, nodejs and npm, when missing (as root)
+ifneq ($(strip $(HUB_PACKAGES)),)
+	$(call apt_install,$(HUB_PACKAGES))
+endif
+
 hub/node_modules/.installed: hub/package.json hub/package-lock.json
-	@command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends nodejs npm >/dev/null; } \
-	  || { echo "error: no npm: as root, apt-get install nodejs npm"; exit 1; }
+	@command -v npm >/dev/null || { echo "error: no npm: as root, make hub-system (apt-get install nodejs npm)"; exit 1; }
 	npm ci --prefix hub --no-audit --no-fund --loglevel=error
 	touch $@
 

@@ -72,9 +72,8 @@ def main(argv=None):
         small = not (args.sample or args.kill_matrix)  # make demo: a small class; make mutants, make test: the bank
         cls = (demo.small_class(selected) if small else demo.demo_class(selected, sample=args.sample))
         demo.write_class(cls, ROOT / 'submitted')
-        if small:  # the late student loses its points, by nbgrader's own late-submission rule
+        if small:  # the late student loses its points, by the course's late rule (nbgrader_config.py)
             duedates = dict.fromkeys(selected, demo.DUE)
-            settings.LateSubmissionPlugin.penalty_method = 'zero'
     if args.cell_timeout:
         settings.Execute.timeout = args.cell_timeout
     submitted = grading.submitted_steps(selected)

@@ -20,11 +20,8 @@ from course.layout import copy_course, notebooks
 class Course:
     """The instructor's side: a copy of the course at root, its gradebook at db_url, the exchange in exchange."""
 
-    def __init__(self, root, exchange, db_url, policy=''):
+    def __init__(self, root, exchange, db_url):
         self.root = copy_course(root)
-        if policy:  # the instructor's own settings for this class, where nbgrader reads them: the course's config
-            with open(self.root / 'nbgrader_config.py', 'a') as f:
-                f.write('\n' + policy + '\n')
         self.exchange = exchange
         self.env = {**runner.env(self.root), **(exchange.env if exchange else {}), gradebook.ENV: db_url}
 

@@ -5,9 +5,8 @@ one after the due date, one never); the instructor collects, grades with the cou
 its feedback pages and class report) and releases the feedback; the students fetch it.
 
 The due date is nbgrader's, in the gradebook, set between the on-time submissions and the late one (no waiting for a
-deadline in real time); lateness is judged from the timestamps nbgrader's submit wrote. This class's policy, in the
-course's nbgrader_config.py as an instructor would set it: a late submission scores zero (nbgrader's
-LateSubmissionPlugin), so that a late penalty shows."""
+deadline in real time); lateness is judged from the timestamps nbgrader's submit wrote. The course's policy
+(nbgrader_config.py): a late submission scores zero (nbgrader's LateSubmissionPlugin), so that a late penalty shows."""
 
 import datetime
 import os
@@ -23,14 +22,13 @@ from course.layout import autograded_points, notebooks, steps
 # Every step of source/ (CI); HUB_STEPS="step1 step4" runs the loop on those only, for a quicker run by hand.
 STEPS = os.environ.get('HUB_STEPS', '').split() or steps()
 ROLES = ('ontime', 'mistake', 'twice', 'late', 'never')
-POLICY = "c.LateSubmissionPlugin.penalty_method = 'zero'  # this class: a late submission scores zero"
 
 pytestmark = pytest.mark.skipif(not sandbox.available(), reason=NO_SANDBOX)
 
 
 @pytest.fixture(scope='module')
 def loop(tmp_path_factory, unix_users, user_python, exchange, postgres):
-    course = Course(tmp_path_factory.mktemp('exchange') / 'course', exchange, postgres.database('exchange_loop'), POLICY)
+    course = Course(tmp_path_factory.mktemp('exchange') / 'course', exchange, postgres.database('exchange_loop'))
     students = {role: Student(unix_users(role), user_python, exchange) for role in ROLES}
     ids = {role: s.user.name for role, s in students.items()}
     # the roster, as an instructor enters it: every student is in the gradebook, whether they submit or not

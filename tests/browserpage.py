@@ -81,6 +81,13 @@ SOLVED = re.findall(r'^[ \t]*### BEGIN SOLUTION[ \t]*\n(.*?)^[ \t]*### END SOLUT
 
 
 
+def painted_screenshot(page, path):
+    """Screenshot page (or a tab) to path once the browser has painted what it last laid out."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    page.evaluate('() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))')
+    page.screenshot(path=path)
+
+
 def menu(page, top, item):
     page.locator('.lm-MenuBar-itemLabel', has_text=re.compile(f'^{top}$')).click()
     page.locator('.lm-Menu-itemLabel', has_text=re.compile(f'^{re.escape(item)}$')).click()

@@ -18,7 +18,23 @@ import time
 import urllib.request
 
 import pytest
-from browserpage import AID, HEAD, HEAD_TESTS, LOCKED, NAME, NEXT, NOTEBOOK, RELEASE, SOLUTION, STUB, TESTS, cell, fill_in, menu
+from browserpage import (
+    AID,
+    HEAD,
+    HEAD_TESTS,
+    LOCKED,
+    NAME,
+    NEXT,
+    NOTEBOOK,
+    RELEASE,
+    SOLUTION,
+    STUB,
+    TESTS,
+    cell,
+    fill_in,
+    menu,
+    painted_screenshot,
+)
 from nbgrader.api import Gradebook
 from PIL import Image
 from playwright.sync_api import sync_playwright
@@ -73,9 +89,7 @@ def settled(page):
 
 
 def shoot(page, name):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.evaluate('() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))')  # painted
-    page.screenshot(path=SHOTS / f'{name}.png')
+    painted_screenshot(page, SHOTS / f'{name}.png')
 
 
 @pytest.fixture(scope='module')

@@ -18,7 +18,19 @@ import re
 import stat
 
 import pytest
-from browserpage import CHROMIUM, CHROMIUM_ARGS, HEAD, HEAD_TESTS, NAME, NOTEBOOK, SOLUTION, cell, fill_in, menu
+from browserpage import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    HEAD,
+    HEAD_TESTS,
+    NAME,
+    NOTEBOOK,
+    SOLUTION,
+    cell,
+    fill_in,
+    menu,
+    painted_screenshot,
+)
 from hubserver import COURSE_ID, STEP, as_user, classroom, hub  # noqa: F401  (fixtures)
 from nbgrader.api import Gradebook
 from playwright.sync_api import sync_playwright
@@ -29,9 +41,7 @@ SHOTS = ROOT / 'test-artifacts' / 'hub'
 
 
 def shoot(page, name):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.evaluate('() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))')  # painted
-    page.screenshot(path=SHOTS / f'{name}.png')
+    painted_screenshot(page, SHOTS / f'{name}.png')
 
 
 @pytest.fixture(scope='module')

@@ -18,7 +18,7 @@ demo: data build  ## build the release and solution, autograde a demo class, pri
 	$(BIN)/python -m course.grade --demo
 
 test: data system  ## lint, generated files fresh, nbval, graded classes, sandbox, Colab, browser; as root, also as a plain user
-	$(BIN)/ruff check course tests nbgrader_config.py source/*/instructor
+	$(BIN)/ruff check course tests hub nbgrader_config.py source/*/instructor
 	$(BIN)/python -m pytest
 
 test-browser: data system  ## only the browser tests: the student and instructor journeys in JupyterLab, in headless Chromium

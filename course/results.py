@@ -96,6 +96,9 @@ def update(step, student, root=ROOT, **fields):
     return record
 
 
+BUSY = ', on a busy machine'
+
+
 def busy(record, where):
     """', on a busy machine (load 5.2 on 2 cores): regrade it to be sure' if the machine had more runnable processes than
     cores when `where` (a cell, 'probe' or 'submission') met its time limit, which is counted on the clock: the student's
@@ -103,7 +106,7 @@ def busy(record, where):
     seen = (record.get('timeouts') or {}).get(where)
     if not seen or seen.get('load', 0) <= seen.get('cores', 1):
         return ''
-    return f", on a busy machine (load {seen['load']:g} on {seen['cores']} cores): regrade it to be sure"
+    return f"{BUSY} (load {seen['load']:g} on {seen['cores']} cores): regrade it to be sure"
 
 
 def status(record):
@@ -143,7 +146,8 @@ def label(record):
     """The status as the grade table and grades.csv show it: 'graded', 'graded (2 repairs)', 'timeout (in cell head)'."""
     if record is None:
         return 'not submitted'
-    return record['status'] + (f' ({record["detail"]})' if record['detail'] else '')
+    detail, busy_note, load = record['detail'].partition(BUSY)  # after the parenthesis: 'timeout (in cell head), on a busy ...'
+    return record['status'] + (f' ({detail})' if detail else '') + busy_note + load
 
 
 def facts(step, student, root=ROOT):

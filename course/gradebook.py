@@ -50,7 +50,8 @@ def sqlite_file(db_url):
         return None
     from sqlalchemy.engine import make_url
 
-    return Path(make_url(db_url).database) if make_url(db_url).database else None
+    database = make_url(db_url).database
+    return Path(database) if database else None
 
 
 def prepare_for_workers(db_url):

@@ -1,7 +1,8 @@
 """The class report that `make grade` writes (course.classreport), as written by the graded class's run of course.grade
-(conftest's `graded`: the demo class of every step, with its damaged, broken and hostile corpus): each of the bank's
-mistakes is a top failure message of the cells meant to catch it, and the page, opened in Chromium, shows its figures,
-runs nothing and loads nothing. Collected through tests/test_grading.py, on the worker that grades the class once."""
+(conftest's `graded`: the demo class of every step, the synthetic one's too, with the damaged, broken and hostile corpus):
+each of the bank's mistakes is a top failure message of the cells meant to catch it, and the page, opened in Chromium,
+shows its figures, runs nothing and loads nothing. Collected through tests/test_grading.py, on the worker that grades
+the class once."""
 
 import base64
 import io
@@ -65,10 +66,10 @@ def failures(graded, step, student):
 def test_class_report_lists_every_step_and_graded_cell(graded):
     html = page(graded)
     soup = BeautifulSoup(html, 'html.parser')
-    for step in STEPS:
+    for step in steps(graded.course):  # the synthetic step's too (tests/synthetic.py: the grader's own cases)
         section = soup.find(id=step).find_parent('section')
         cells = [row.find_all('td')[1].get_text() for row in section.find('table').find_all('tr')[1:]]
-        assert cells == list(autograded_points(step)), f'{step}: the report lists cells {cells}'
+        assert cells == list(autograded_points(step, graded.course)), f'{step}: the report lists cells {cells}'
 
 
 def test_class_report_opens_in_chromium_with_its_figures_and_runs_nothing(graded):
@@ -78,7 +79,7 @@ def test_class_report_opens_in_chromium_with_its_figures_and_runs_nothing(graded
     seen = open_page(graded.course / 'reports' / 'index.html', SHOT, full_page=False)
     assert not seen['console'] and not seen['dialogs'] and not seen['requests'], seen
     assert seen['scripts'] == 0 and not seen['handlers'] and seen['pwned'] is None, seen
-    assert len(seen['images']) == 3 * len(STEPS), seen['images']
+    assert len(seen['images']) == 3 * len(steps(graded.course)), seen['images']
     for img in seen['images']:
         assert img['src'] == 'data:image/png;base64,' and img['width'] > 100 and len(img['alt']) > 40, img
     for data in re.findall(r'data:image/png;base64,([A-Za-z0-9+/=]+)', page(graded)):
@@ -88,4 +89,4 @@ def test_class_report_opens_in_chromium_with_its_figures_and_runs_nothing(graded
         assert len(image.getcolors(image.width * image.height)) > 3, 'a figure of one colour or nearly'
     shot = Image.open(SHOT).convert('RGB')
     assert max(shot.getcolors(shot.width * shot.height))[0] < 0.9 * shot.width * shot.height, 'the screenshot is blank'
-    assert all(step in seen['text'] for step in STEPS), seen['text'][:1000]
+    assert all(step in seen['text'] for step in steps(graded.course)), seen['text'][:1000]

@@ -1,6 +1,7 @@
 """The class that tests/test_grading.py and tests/submissions.py (collected through it) grade once, together, through
-the real command (python -m course.grade): for every step, its demo class and its damaged, broken and hostile corpus;
-and one demo student per step graded by plain serial nbgrader, to compare with."""
+the real command (python -m course.grade): for every step, its demo class and its damaged, broken and hostile corpus
+(the grader's own cases on the synthetic step, tests/synthetic.py, added to the course for them); and one demo student
+per step graded by plain serial nbgrader, to compare with."""
 
 import csv
 import hashlib
@@ -11,8 +12,9 @@ from typing import NamedTuple
 
 import nbformat
 
+import synthetic
 from conftest import can_sandbox
-from corpus import cases
+from corpus import cases, placed
 from course import runner
 from course.cells import read
 from course.demo import DEMO_MARK, bank, demo_class, edited, sampled, solved, write_class
@@ -24,7 +26,8 @@ class Graded(NamedTuple):
     rows: dict  # (step, student) -> grades.csv row, with each test cell's score from grades-cells.csv
     out: str  # what course.grade printed
     alone: dict  # (step, student) -> row, for clean_students() graded alone first
-    cases: dict  # step -> the corpus cases graded on it (without the sandbox: those that do not need it)
+    cases: dict  # step -> the corpus cases graded on it (without the sandbox: those that do not need it), the synthetic
+    # step's included
     before: dict  # snapshot() before the batch
     sandboxed: bool
 
@@ -73,12 +76,12 @@ def run(course, *flags):
     return read_grades(course), done.stdout + done.stderr
 
 
-def clean_students(step):
+def clean_students(step, root=ROOT):
     """(student, notebook) graded alone, then in the batch: the perfect submission, the bank's first mistake and first
     correct alternative."""
-    b = bank(step)
-    name = notebooks(step)[0]
-    perfect = solved(step, name)
+    b = bank(step, root)
+    name = notebooks(step, root)[0]
+    perfect = solved(step, name, root)
     out = [('perfect', perfect)]
     for v in [*getattr(b, 'MUTANTS', [])[:1], *getattr(b, 'ALTERNATIVES', [])[:1]]:
         if v.notebook in (None, name):
@@ -87,24 +90,27 @@ def clean_students(step):
 
 
 def grade_class(course, port):
-    copy_course(course)
+    """The course copied into course with the synthetic step added (tests/synthetic.py: the grader's own cases are graded
+    on it, a real step's run costing many times its own), and its class graded."""
+    synthetic.built(copy_course(course))
     sandboxed = can_sandbox()
-    clean = {step: clean_students(step) for step in steps()[:1]}  # the grader's property, not the step's: one step
+    # the grader's property, not the step's: on one step, the synthetic one
+    clean = {step: clean_students(step, course) for step in [synthetic.STEP]}
     for step, students in clean.items():
         for student, nb in students:
-            write(course / 'submitted' / student / step, {notebooks(step)[0]: nb})
+            write(course / 'submitted' / student / step, {notebooks(step, course)[0]: nb})
     alone, _ = run(course)
     shutil.rmtree(course / 'submitted')
-    write_class(demo_class(sample=True), course / 'submitted')  # each bank sampled (make mutants grades them whole)
+    # every step's bank sampled (make mutants grades them whole), the synthetic step's too
+    write_class(demo_class(root=course, sample=True), course / 'submitted')
     (course / 'submitted' / DEMO_MARK).unlink()
     graded_cases = {}
-    for i, step in enumerate(steps()):
-        name = notebooks(step)[0]
-        release, perfect = read(ROOT / 'release' / step / name), solved(step, name)
-        fake = getattr(bank(step), 'FAKE', '')
-        graded_cases[step] = [c for c in cases(port) if (sandboxed or not c.needs_sandbox) and (c.every_step or i == 0)]
-        for case in graded_cases[step]:
-            write(course / 'submitted' / case.student / step, case.make(name, release, perfect, fake))
+    for step, case in placed([c for c in cases(port) if sandboxed or not c.needs_sandbox], steps()):
+        name = notebooks(step, course)[0]
+        release, perfect = read(course / 'release' / step / name), solved(step, name, course)
+        fake = getattr(bank(step, course), 'FAKE', '')
+        graded_cases.setdefault(step, []).append(case)
+        write(course / 'submitted' / case.student / step, case.make(name, release, perfect, fake))
     before = snapshot(course)
     rows, out = run(course, '--kill-matrix')  # prints the kill matrix of each step's sample
     alone = {(step, s): alone[(step, s)] for step, students in clean.items() for s, _ in students}

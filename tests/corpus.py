@@ -6,7 +6,9 @@ cell) and the autograded points it must get ('full', an exact number, or None wh
 bank's FAKE (optional: code that defines the step's names with every shape right and every number wrong), or ''.
 
 Cases about the submission (damage, repairs, tricks against the tests and the checks) run on every step; cases about the
-grader and its sandbox (time limits, memory, processes), whose outcome does not depend on the step, run on the first.
+grader and its sandbox (time limits, memory, processes), whose outcome does not depend on the step, run on the small
+synthetic step of tests/synthetic.py (one function, two test cells with their checks, a hidden test, a written answer, a
+shipped file): each makes the same claim there as on a real step, for a fraction of a real step's run.
 """
 
 import copy
@@ -16,6 +18,7 @@ from typing import Callable, NamedTuple
 
 import nbformat
 
+import synthetic
 from course.cells import STUB_LINE, grade_id, role
 
 
@@ -25,7 +28,7 @@ class Case(NamedTuple):
     status: object  # the grade table's status starts with this (or with one of these, a tuple, where timing decides)
     points: object  # 'full', the exact autograded points, or None (not fixed)
     needs_sandbox: bool = False  # only safe to run inside the sandbox
-    # False: about the grader and its repairs, not the step: run on the first step only. Every step gets the cases that
+    # False: about the grader and its repairs, not the step: run on the synthetic step only. Every step gets the cases that
     # its own cells and checks decide: the damaged notebook whose repair must match its cells by content alone, the
     # unreadable ones (no kernel: cheap), and the two hostile notebooks that fake its tests in the kernel and its record.
     every_step: bool = True
@@ -329,7 +332,7 @@ def outputs_of(mib=50):
 BUDGET = [
     # What the grader reads that a student's code wrote, or the student submitted, costs what its budget allows.
     # A record that declares 2 GiB in 2 MB, and one of 20,000 entries: refused before anything is decompressed, so the
-    # checks fail (every test cell of the first step has one: no points) and the status says why
+    # checks fail (every test cell of the synthetic step has one: no points) and the status says why
     Case('hostile_record_bomb', plants(record_bomb), 'over budget (the probe record declares', 0, every_step=False),
     Case('hostile_record_many_entries', plants(many_entries), 'over budget (the probe record declares', 0, every_step=False),
     # JSON nested 100,000 deep: unreadable at once (Python's parser stops at its recursion limit)
@@ -357,6 +360,11 @@ def hostile(port):
 def cases(port=9):
     """Every case (the hostile network attempt aimed at port)."""
     return DAMAGED + BROKEN + BUDGET + hostile(port)
+
+
+def placed(cases, steps):
+    """[(step, case)]: each case that every step gets on each of steps, the grader's own on the synthetic step alone."""
+    return [(step, c) for c in cases for step in (steps if c.every_step else [synthetic.STEP])]
 
 
 def expected_status(case, release):

@@ -6,13 +6,14 @@ import sqlite3
 
 import pytest
 
+import synthetic
 from conftest import running
-from corpus import MARK, cases, expected_status
+from corpus import MARK, cases, expected_status, placed
 from course.cells import read
-from course.layout import ROOT, notebooks, steps
+from course.layout import notebooks, steps
 from course.warm import available as warm_kernels_available
 
-CASES = [(step, c) for i, step in enumerate(steps()) for c in cases() if c.every_step or i == 0]
+CASES = placed(cases(), steps())  # the grader's own cases on the synthetic step (tests/synthetic.py), the rest on every step
 
 
 @pytest.mark.parametrize('step, case', CASES, ids=[f'{s}-{c.student}' for s, c in CASES])
@@ -20,7 +21,7 @@ def test_case_gets_its_expected_status_and_points(graded, step, case):
     if case.student not in {c.student for c in graded.cases[step]}:
         pytest.skip('needs the bubblewrap sandbox, which this machine cannot run')
     row = graded.rows[(step, case.student)]
-    status = expected_status(case, read(ROOT / 'release' / step / notebooks(step)[0]))
+    status = expected_status(case, read(graded.course / 'release' / step / notebooks(step, graded.course)[0]))
     if case.points == 'full':
         points_ok = float(row['autograded']) == float(row['autograded_max'])
     elif case.points is None:  # timing decides: only a sane number
@@ -53,8 +54,9 @@ def test_nothing_a_students_code_wrote_is_left_in_autograded(graded):
     """Every file in autograded/<student>/<step>/ is one nbgrader put there: from the submission or the step's source
     (hostile_fills_its_folder wrote as much as it could, and the kernels of the rest wrote their probe records)."""
     strays = []
-    for step in steps():
-        shipped = {p.relative_to(ROOT / 'source' / step) for p in (ROOT / 'source' / step).rglob('*')}
+    for step in steps(graded.course):  # the synthetic step's too
+        source = graded.course / 'source' / step
+        shipped = {p.relative_to(source) for p in source.rglob('*')}
         for folder in sorted((graded.course / 'autograded').glob(f'*/{step}')):
             submitted = graded.course / 'submitted' / folder.parent.name / step
             given = shipped | {p.relative_to(submitted) for p in submitted.rglob('*')}
@@ -76,11 +78,11 @@ def test_no_process_started_by_student_code_is_still_running(graded):
 def test_the_network_attempt_met_a_real_listener_and_did_not_reach_it(graded, listener):
     """The hostile submission connects to a port where a listener really waits on the host's loopback: in the sandbox the
     connection is refused (no network), and the listener never accepts anything."""
-    step = steps()[0]
+    step = synthetic.STEP
     if 'hostile_touches_the_course' not in {c.student for c in graded.cases[step]}:
         pytest.skip('needs the bubblewrap sandbox, which this machine cannot run')
     port, accepted = listener
-    nb = read(graded.course / 'autograded' / 'hostile_touches_the_course' / step / notebooks(step)[0])
+    nb = read(graded.course / 'autograded' / 'hostile_touches_the_course' / step / synthetic.NAME)
     printed = ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code' for o in c.get('outputs', []))
     assert 'network refused' in printed and 'network reached' not in printed, printed[-2000:]
     assert not accepted(), f'something reached the listener on 127.0.0.1:{port}'
@@ -110,12 +112,12 @@ def test_hidden_tests_never_reach_feedback(graded):
     from test_generated import hidden_lines
 
     leaks, pages = {}, 0
-    for step in steps():
-        for name in notebooks(step):
-            secret = hidden_lines(step, name)
+    for step in steps(graded.course):  # the synthetic step's too
+        for name in notebooks(step, graded.course):
+            secret = hidden_lines(step, name, graded.course)
             assert secret, f'{step}/{name} has no hidden test lines to look for'
-            visible = [c.source.splitlines()[0] for c in read(ROOT / 'release' / step / name).cells if c.cell_type == 'code'
-                       and c.get('metadata', {}).get('nbgrader', {}).get('grade')]
+            visible = [c.source.splitlines()[0] for c in read(graded.course / 'release' / step / name).cells
+                       if c.cell_type == 'code' and c.get('metadata', {}).get('nbgrader', {}).get('grade')]
             for page in (graded.course / 'feedback').glob(f'*/{step}/{name.replace(".ipynb", ".html")}'):
                 text = page_text(page)
                 assert all(line in text for line in visible), f'{page}: the visible tests are not found as text'
@@ -138,7 +140,7 @@ def test_what_student_work_costs_the_grader_is_bounded(graded):
     from corpus import BUDGET
     from course.results import load
 
-    step = steps()[0]
+    step = synthetic.STEP  # where they were graded, with its own demo class
     peak = {s: (load(step, s, graded.course) or {}).get('memory', {}).get('worker_peak_rss')
             for (st, s) in graded.rows if st == step}
     demo = [v for s, v in peak.items() if v and not s.startswith(('broken_', 'hostile_', 'damaged_'))]

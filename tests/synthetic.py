@@ -2,6 +2,9 @@
 function to write, two test cells, a hidden test, a written answer), a file it ships to students, its out-of-process
 checks and its bank of mistakes. tests/test_new_step.py adds it to a temporary course and runs the tooling on it."""
 
+import shutil
+import subprocess
+import sys
 import textwrap
 
 import nbformat
@@ -99,3 +102,24 @@ def add_to(course):
     (folder / 'numbers.txt').write_text('1 2 3\n')  # shipped to students with the notebook
     (folder / 'instructor' / 'bank.py').write_text(BANK)
     (folder / 'instructor' / 'checks.py').write_text(CHECKS)
+
+
+def built(course):
+    """Add the synthetic step to the course at course (a copy: course.layout.copy_course) with its release/ as `make build`
+    writes it (course.build's nbgrader converters): built in a scratch course of the step alone beside it (course.build
+    in the course itself would build every other step again), without executing its solution (test_new_step.py checks
+    that), then copied in."""
+    from course import runner
+
+    scratch = course.parent / f'{course.name}-{STEP}'
+    shutil.copytree(course / 'course', scratch / 'course', ignore=shutil.ignore_patterns('__pycache__'))
+    for name in ('nbgrader_config.py', 'course.toml'):
+        shutil.copy(course / name, scratch / name)
+    add_to(scratch)
+    build = 'from course.build import ROOT, build; build(ROOT, run=False)'
+    done = subprocess.run([sys.executable, '-c', build], cwd=scratch, capture_output=True, text=True, env=runner.env(scratch))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    add_to(course)
+    shutil.copytree(scratch / 'release' / STEP, course / 'release' / STEP)
+    shutil.rmtree(scratch)
+    return course

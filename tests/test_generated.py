@@ -17,10 +17,10 @@ def test_generated_files_are_up_to_date_with_source():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def hidden_lines(step, name):
+def hidden_lines(step, name, root=ROOT):
     """The lines of the hidden tests of a source notebook whose code appears nowhere else in it: not in a visible cell,
     nor in a solution (a student may write it), comments aside. What must never leak."""
-    cells = read(ROOT / 'source' / step / name).cells
+    cells = read(root / 'source' / step / name).cells
     elsewhere = [REGION.sub('', c.source) for c in cells]
     elsewhere += [body for c in cells for kind, body in REGION.findall(c.source) if kind == 'SOLUTION']
     shown = {code_of(line).strip() for text in elsewhere for line in lines(text)}

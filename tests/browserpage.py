@@ -34,6 +34,8 @@ DOM_FACTS = """() => ({
 
 
 def chromium():
+    """Debian's chromium, or the calling test skipped, saying why (`make system` installs it as root: set-up, not a
+    test's job)."""
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"needs Debian's chromium at {CHROMIUM}: as root, `make system` (apt-get install chromium)")
     return CHROMIUM
@@ -86,6 +88,11 @@ def painted_screenshot(page, path):
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     page.evaluate('() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))')
     page.screenshot(path=path)
+
+
+def shooter(folder):
+    """shoot(page, name): a journey's screenshot of page, once painted, to folder/<name>.png."""
+    return lambda page, name: painted_screenshot(page, Path(folder) / f'{name}.png')
 
 
 def menu(page, top, item):

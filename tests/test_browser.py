@@ -20,6 +20,7 @@ import urllib.request
 import pytest
 from browserpage import (
     AID,
+    CHROMIUM_ARGS,
     HEAD,
     HEAD_TESTS,
     LOCKED,
@@ -31,9 +32,10 @@ from browserpage import (
     STUB,
     TESTS,
     cell,
+    chromium,
     fill_in,
     menu,
-    painted_screenshot,
+    shooter,
 )
 from nbgrader.api import Gradebook
 from PIL import Image
@@ -46,10 +48,6 @@ from course.demo import edited, solved
 from course.feedback import claim_name
 from course.layout import ROOT, copy_course, steps
 
-CHROMIUM = '/usr/bin/chromium'
-# Headless, and quiet: without the background-networking flags Chromium calls home, which this closed network refuses.
-CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-                 '--disable-background-networking', '--disable-component-update', '--disable-sync']
 SHOTS = ROOT / 'test-artifacts' / 'browser'
 STUDENT_SHOTS = ['01-student-opens-release', '02-student-locked-cell', '03-student-typed-head', '04-student-run-all',
                  '05-student-validate']
@@ -88,16 +86,7 @@ def settled(page):
     raise AssertionError(f'{page.url[:150]} never went quiet in 300 s; requests still in flight: {pending}')
 
 
-def shoot(page, name):
-    painted_screenshot(page, SHOTS / f'{name}.png')
-
-
-@pytest.fixture(scope='module')
-def chromium():
-    """Debian's chromium (`make system` installs it as root; set-up, not this fixture's job)."""
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"browser tests need Debian's chromium at {CHROMIUM}: as root, `make system` (apt-get install chromium)")
-    return CHROMIUM
+shoot = shooter(SHOTS)
 
 
 # The demo class of the step the journeys are scripted on (the perfect and the blank submission): make grade prepares
@@ -169,10 +158,10 @@ def lab(course, tmp_path_factory):
 
 
 @pytest.fixture(scope='module')
-def page(chromium, tmp_path_factory):
+def page(tmp_path_factory):
     """A page of headless Chromium with a fresh profile."""
     with sync_playwright() as p:
-        browser = p.chromium.launch_persistent_context(tmp_path_factory.mktemp('profile'), executable_path=chromium,
+        browser = p.chromium.launch_persistent_context(tmp_path_factory.mktemp('profile'), executable_path=chromium(),
                                                        args=CHROMIUM_ARGS, headless=True, viewport={'width': 1280, 'height': 860})
         # every wait is for an event; this caps each, for every page, tab and popup of the context (a tab's own default
         # is 30 s, which a page of the formgrader exceeded at a load average of 20): a loaded machine is slow, not wrong

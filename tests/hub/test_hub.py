@@ -19,7 +19,6 @@ import stat
 
 import pytest
 from browserpage import (
-    CHROMIUM,
     CHROMIUM_ARGS,
     HEAD,
     HEAD_TESTS,
@@ -27,9 +26,10 @@ from browserpage import (
     NOTEBOOK,
     SOLUTION,
     cell,
+    chromium,
     fill_in,
     menu,
-    painted_screenshot,
+    shooter,
 )
 from hubserver import COURSE_ID, STEP, as_user, classroom, hub  # noqa: F401  (fixtures)
 from nbgrader.api import Gradebook
@@ -37,19 +37,13 @@ from playwright.sync_api import sync_playwright
 
 from course.layout import ROOT
 
-SHOTS = ROOT / 'test-artifacts' / 'hub'
-
-
-def shoot(page, name):
-    painted_screenshot(page, SHOTS / f'{name}.png')
+shoot = shooter(ROOT / 'test-artifacts' / 'hub')
 
 
 @pytest.fixture(scope='module')
 def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"needs Debian's chromium at {CHROMIUM}: as root, `make system` (apt-get install chromium)")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS, headless=True)
         yield browser
         browser.close()
 

@@ -97,7 +97,7 @@ MUTANTS = [
     # get_pair_counts
     Variant('pairs_counted_once_each', bpe((PAIR_ADD, 'counts[pair] = 1')), PAIRS),
     Variant('pairs_last_one_missed', bpe((PAIR_ZIP, 'for pair in zip(ids[:-1], ids[1:-1]):')), PAIRS),
-    Variant('pairs_wrap_around', bpe((PAIR_ZIP, 'for pair in zip(ids, ids[1:] + ids[:1]):')), PAIRS),
+    Variant('pairs_first_one_missed', bpe((PAIR_ZIP, 'for pair in zip(ids[1:], ids[2:]):')), PAIRS),
     Variant('pairs_without_overlaps', bpe((PAIR_ZIP, 'for pair in zip(ids[::2], ids[1::2]):')), PAIRS),
     # merge
     Variant('merge_overlapping_pairs_twice', bpe((SKIP, 'i += 1')), MERGE + BPE_ROUND_TRIP),

@@ -1,5 +1,5 @@
-"""Step 1's bank (the vocabulary, encode and decode, the split, get_batch, counts and entropy): realistic mistakes, each
-with the test cells meant to catch it, and correct alternatives (course.demo.Variant)."""
+"""Step 1's bank (the vocabulary, encode and decode, the byte-pair encoder, the split, get_batch, counts and entropy):
+realistic mistakes, each with the test cells meant to catch it, and correct alternatives (course.demo.Variant)."""
 
 from course.demo import Variant, in_cell
 
@@ -18,6 +18,26 @@ COUNTS = 'return torch.bincount(ids, minlength=V)'
 NORMALISE = 'p = counts.double() / counts.sum()'
 DROP_ZEROS = '    p = p[p > 0]  # 0 log 0 = 0: leave out the symbols that never occur\n'
 ENTROPY = 'return -(p * torch.log2(p)).sum().item()'
+PAIR_ZIP = 'for pair in zip(ids, ids[1:]):'
+PAIR_ADD = 'counts[pair] = counts.get(pair, 0) + 1'
+SKIP = 'i += 2  # ... and both of its ids are used up'
+MERGE_BODY = """    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:
+            out.append(new_id)  # the pair becomes one token ...
+            i += 2  # ... and both of its ids are used up
+        else:
+            out.append(ids[i])
+            i += 1
+    return out"""
+PICK_PAIR = 'pair = min(pairs, key=lambda p: merges.get(p, math.inf))'
+ENCODE_LOOP = """    while len(ids) >= 2:
+        pairs = get_pair_counts(ids)
+        pair = min(pairs, key=lambda p: merges.get(p, math.inf))  # the earliest-learned merge among the pairs present
+        if pair not in merges:
+            break  # no pair of neighbours has a merge
+        ids = merge(ids, pair, merges[pair])
+"""
 
 VOCAB_CELL = ('vocab_is_sorted_distinct_and_complete',)
 IDS_CELL = ('encode_gives_one_int_per_character',)
@@ -33,6 +53,10 @@ REPRO = ('get_batch_is_reproducible',)
 COUNTS_CELL = ('char_counts_counts_every_symbol',)
 ENTROPY_CELL = ('entropy_bits_small_cases',)
 ZEROS = ('entropy_bits_ignores_zero_counts',)
+PAIRS = ('get_pair_counts_counts_every_neighbour',)
+MERGE = ('merge_replaces_each_pair_left_to_right',)
+BPE_ENCODE = ('bpe_encode_applies_merges_in_order',)
+BPE_ROUND_TRIP = ('bpe_round_trips_every_validation_line',)
 
 
 def vocab(old, new):
@@ -42,6 +66,8 @@ def vocab(old, new):
 codec = in_cell('codec')
 batch = in_cell('get_batch')
 freq = in_cell('frequencies')
+bpe = in_cell('bpe_pairs')
+bpe_enc = in_cell('bpe_encode')
 
 
 MUTANTS = [
@@ -68,6 +94,32 @@ MUTANTS = [
     Variant('encode_returns_a_tuple', codec(('return [stoi[c] for c in s]', 'return tuple(stoi[c] for c in s)')),
             IDS_CELL + ROUND_TRIP),
     Variant('decode_joins_with_spaces', codec((DECODE, "return ' '.join(itos[i] for i in ids)")), ROUND_TRIP),
+    # get_pair_counts
+    Variant('pairs_counted_once_each', bpe((PAIR_ADD, 'counts[pair] = 1')), PAIRS),
+    Variant('pairs_last_one_missed', bpe((PAIR_ZIP, 'for pair in zip(ids[:-1], ids[1:-1]):')), PAIRS),
+    Variant('pairs_first_one_missed', bpe((PAIR_ZIP, 'for pair in zip(ids[1:], ids[2:]):')), PAIRS),
+    Variant('pairs_without_overlaps', bpe((PAIR_ZIP, 'for pair in zip(ids[::2], ids[1::2]):')), PAIRS),
+    # merge
+    Variant('merge_overlapping_pairs_twice', bpe((SKIP, 'i += 1')), MERGE + BPE_ROUND_TRIP),
+    Variant('merge_drops_the_last_id', bpe(('    while i < len(ids):\n', '    while i < len(ids) - 1:\n')),
+            MERGE + BPE_ROUND_TRIP),
+    Variant('merge_only_the_first_occurrence', bpe((SKIP, 'out.extend(ids[i + 2:])\n            break')), MERGE),
+    Variant('merge_in_place', bpe((MERGE_BODY, """    i = 0
+    while i < len(ids) - 1:
+        if ids[i] == pair[0] and ids[i + 1] == pair[1]:
+            ids[i:i + 2] = [new_id]
+        i += 1
+    return ids""")), MERGE),
+    # bpe_encode
+    Variant('bpe_most_frequent_pair_first', bpe_enc((PICK_PAIR, 'pair = max(pairs, key=lambda p: (p in merges, pairs[p]))')),
+            BPE_ENCODE),
+    Variant('bpe_first_pair_in_the_string', bpe_enc((PICK_PAIR, 'pair = next((p for p in zip(ids, ids[1:]) if p in merges), None)')),
+            BPE_ENCODE),
+    Variant('bpe_latest_merge_first', bpe_enc((PICK_PAIR, 'pair = max(pairs, key=lambda p: merges.get(p, -1))')), BPE_ENCODE),
+    Variant('bpe_merges_in_reverse_order', bpe_enc((ENCODE_LOOP, """    for pair, new_id in reversed(merges.items()):
+        ids = merge(ids, pair, new_id)
+""")), BPE_ENCODE),
+    Variant('bpe_one_merge_only', bpe_enc(('    while len(ids) >= 2:', '    if len(ids) >= 2:')), BPE_ENCODE),
     # split_data
     Variant('split_shuffles_the_characters', (('split_data', SPLIT, 'data = data[torch.randperm(len(data))]\n    ' + SPLIT),),
             SPLIT_CELL),
@@ -124,6 +176,32 @@ ALTERNATIVES = [
         raise KeyError(f'characters outside the vocabulary: {unknown}')
     return [stoi[c] for c in s]"""))),
     Variant('alt_decode_by_chars', codec((DECODE, "return ''.join(chars[i] for i in ids)"))),
+    Variant('alt_pairs_counter', bpe(("""    counts = {}
+    for pair in zip(ids, ids[1:]):  # (ids[i], ids[i + 1]) for i = 0..len(ids)-2
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts""", """    from collections import Counter
+    return Counter(zip(ids, ids[1:]))"""))),
+    Variant('alt_pairs_index_loop', bpe((PAIR_ZIP, 'for i in range(len(ids) - 1):\n        pair = (ids[i], ids[i + 1])'))),
+    Variant('alt_merge_for_loop_with_a_skip_flag', bpe((MERGE_BODY, """    out, skip = [], False
+    for i, x in enumerate(ids):
+        if skip:
+            skip = False
+        elif tuple(ids[i:i + 2]) == tuple(pair):
+            out.append(new_id)
+            skip = True
+        else:
+            out.append(x)
+    return out"""))),
+    Variant('alt_bpe_each_merge_in_turn', bpe_enc((ENCODE_LOOP, """    for pair, new_id in merges.items():  # in the order learned
+        ids = merge(ids, pair, new_id)
+"""))),
+    Variant('alt_bpe_min_new_id_among_present_merges', bpe_enc((ENCODE_LOOP, """    while True:
+        present = [p for p in get_pair_counts(ids) if p in merges]
+        if not present:
+            return ids
+        first = min(present, key=merges.get)
+        ids = merge(ids, first, merges[first])
+"""))),
     Variant('alt_split_with_torch_split', (('split_data', 'return data[:n], data[n:]',
                                             'train, val = torch.split(data, [n, len(data) - n])\n    return train, val'),)),
     Variant('alt_batch_fancy_indexing', batch((X, 'x = d[ix[:, None] + torch.arange(T)]'),

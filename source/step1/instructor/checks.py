@@ -1,7 +1,9 @@
-"""Step 1's claims, judged outside the student's kernel: the vocabulary, encode and decode, the split, get_batch, and
-the entropy of the characters (the kit: course/claims.py; the runtime the probe runs in: course/probe.py)."""
+"""Step 1's claims, judged outside the student's kernel: the vocabulary, encode and decode, the byte-pair encoder, the
+split, get_batch, and the entropy of the characters (the kit: course/claims.py; the runtime the probe runs in:
+course/probe.py)."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -15,6 +17,10 @@ SPLIT_CASES = [(1237, 0.9), (41, 0.9), (200, 0.75)]  # (length, frac)
 BATCH_B, BATCH_T, BATCH_DRAWS, BATCH_SEED = 16, 7, 200, 2027
 ALPHA = 1e-3  # the uniformity verdict's false-alarm rate, shared by its two chi-square tests (Bonferroni: ALPHA/2 each)
 COUNT_CASES = [(65, 58, 700), (70, 70, 300), (4, 1, 9)]  # (V, ids drawn below this, how many)
+N_PAIRS, N_MERGE, N_BPE = 12, 12, 16  # id lists for get_pair_counts, for merge, strings for bpe_encode
+TOY_MERGES = 12  # merges the grader learns on its own text, for bpe_encode
+NUM_MERGES = 256  # the notebook's byte-pair encoder
+ROOT = Path(__file__).resolve().parents[3]  # the course: source/step1/instructor/checks.py
 
 
 def codepoints(s):
@@ -50,10 +56,20 @@ def make_inputs(seed=20261):
     c = rng.integers(1, 50, 40)
     c[rng.choice(40, 9, replace=False)] = 0  # nine symbols never occur
     x['entropy1'] = c
+    for i in range(N_PAIRS):  # few distinct ids, so that pairs repeat and overlap
+        x[f'pairs{i}'] = rng.integers(0, 3, int(rng.integers(0, 30)))
+    for i in range(N_MERGE):
+        x[f'merge{i}'] = rng.integers(0, 3, int(rng.integers(0, 30)))
+        x[f'merge{i}.pair'] = rng.integers(0, 3, 2)
+    toy = ids_of(''.join(rng.choice(list('aaabbcd '), 400)))  # a text over a few letters, for merges learned here
+    x['bpe.merges'] = learn_merges(toy, TOY_MERGES)
+    for i in range(N_BPE):
+        x[f'bpe{i}'] = codepoints(''.join(rng.choice(list('aaabbcd '), int(rng.integers(0, 40)))))
     return x
 
 
-def probe(nb, inp, run, *, N_ENC, N_DEC, OOV, SPLIT_CASES, BATCH_SEED, BATCH_DRAWS, BATCH_B, BATCH_T, COUNT_CASES):
+def probe(nb, inp, run, *, N_ENC, N_DEC, OOV, SPLIT_CASES, BATCH_SEED, BATCH_DRAWS, BATCH_B, BATCH_T, COUNT_CASES,
+          N_PAIRS, N_MERGE, N_BPE):
     """In the student's kernel: what the notebook's functions compute on the grader's inputs."""
     import numpy as np
     import torch
@@ -101,6 +117,40 @@ def probe(nb, inp, run, *, N_ENC, N_DEC, OOV, SPLIT_CASES, BATCH_SEED, BATCH_DRA
                 out[f'raised{i}'] = type(e).__name__[:100]
         return out
     run('oov', oov)
+
+    def pairs():
+        out = {}
+        for i in range(N_PAIRS):
+            got = nb.get_pair_counts(inp[f'pairs{i}'].tolist())
+            rows = sorted([int(a), int(b), int(c)] for (a, b), c in dict(got).items())
+            out[f'p{i}'] = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        return out
+    run('pairs', pairs)
+
+    def merges():
+        out = {}
+        for i in range(N_MERGE):
+            ids = inp[f'merge{i}'].tolist()
+            a, b = (int(v) for v in inp[f'merge{i}.pair'])
+            out[f'm{i}'] = np.array([int(j) for j in nb.merge(ids, (a, b), 99)], dtype=np.int64)
+            out[f'same{i}'] = ids == inp[f'merge{i}'].tolist()
+        return out
+    run('merge', merges)
+
+    def bpe():
+        toy = {(int(a), int(b)): int(c) for a, b, c in inp['bpe.merges'].tolist()}
+        return {f'e{i}': np.array([int(j) for j in nb.bpe_encode(inp.text(f'bpe{i}'), dict(toy))], dtype=np.int64)
+                for i in range(N_BPE)}
+    run('bpe', bpe)
+
+    def bpe_round_trip():
+        m = dict(nb.merges)
+        ids, cache = [], {}
+        for line in nb.text[len(nb.train_data):].splitlines(keepends=True):
+            ids += [int(j) for j in nb.bpe_tokenize(line, m, cache)]
+        return {'merges': np.array([[int(a), int(b), int(c)] for (a, b), c in m.items()], dtype=np.int64).reshape(-1, 3),
+                'ids': np.array(ids, dtype=np.int64)}
+    run('bpert', bpe_round_trip)
 
     def split():
         out = {}
@@ -173,6 +223,42 @@ def chi_square_p(starts, K):
 
 def ids_of(s):
     return [VOCAB.index(c) for c in s]
+
+
+def learn_merges(ids, k):
+    """k merges learned on the list ids by the plain algorithm (count every pair, merge the most frequent, repeat), as
+    rows [a, b, new_id], new ids len(VOCAB), len(VOCAB)+1, ...; a tie goes to the smallest pair."""
+    rows = []
+    for new in range(len(VOCAB), len(VOCAB) + k):
+        counts = {}
+        for p in zip(ids, ids[1:], strict=False):
+            counts[p] = counts.get(p, 0) + 1
+        if not counts:
+            break
+        best = max(sorted(counts), key=counts.get)
+        rows.append([*best, new])
+        ids = apply_merge(ids, best, new)
+    return np.array(rows, dtype=np.int64).reshape(-1, 3)
+
+
+def apply_merge(ids, pair, new):
+    out, i = [], 0
+    while i < len(ids):
+        if tuple(ids[i:i + 2]) == tuple(pair):
+            out.append(new)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def bpe_reference(s, rows):
+    """The BPE ids of s: its character ids, then each merge in turn, in the order learned."""
+    ids = ids_of(s)
+    for a, b, new in rows.tolist():
+        ids = apply_merge(ids, (a, b), new)
+    return ids
 
 
 def entropy(c):
@@ -324,3 +410,54 @@ def entropy_bits_small_cases(inp, rec):
 def entropy_bits_ignores_zero_counts(inp, rec):
     got, want = float(rec['entropy.h1']), entropy(inp['entropy1'])
     assert math.isfinite(got) and abs(got - want) < 1e-6, f'entropy of counts with zeros: {got} bits, expected {want:.6f}'
+
+
+@claim
+def get_pair_counts_counts_every_neighbour(inp, rec):
+    for i in range(N_PAIRS):
+        ids = inp[f'pairs{i}'].tolist()
+        want = {}
+        for p in zip(ids, ids[1:], strict=False):
+            want[p] = want.get(p, 0) + 1
+        got = {(a, b): c for a, b, c in rec[f'pairs.p{i}'].tolist()}
+        assert got == want, f'get_pair_counts({ids}) gave {got}, expected {want}'
+
+
+@claim
+def merge_replaces_each_pair_left_to_right(inp, rec):
+    for i in range(N_MERGE):
+        ids, pair = inp[f'merge{i}'].tolist(), tuple(inp[f'merge{i}.pair'].tolist())
+        got, want = rec[f'merge.m{i}'].tolist(), apply_merge(ids, pair, 99)
+        assert got == want, f'merge({ids}, {pair}, 99) gave {got}, expected {want}'
+        assert bool(rec[f'merge.same{i}']), f'merge({ids}, {pair}, 99) changed its input'
+
+
+@claim
+def bpe_encode_applies_merges_in_order(inp, rec):
+    rows = inp['bpe.merges']
+    for i in range(N_BPE):
+        s = inp.text(f'bpe{i}')
+        got, want = rec[f'bpe.e{i}'].tolist(), bpe_reference(s, rows)
+        assert got == want, (f'bpe_encode({s!r}) with the grader\'s {len(rows)} merges gave {got}, expected {want}: the '
+                             'merges in the order learned')
+
+
+@claim
+def bpe_round_trips_every_validation_line(inp, rec):
+    rows, ids = rec['bpert.merges'], rec['bpert.ids']
+    assert rows.shape == (NUM_MERGES, 3), f'merges holds {len(rows)} merges, not {NUM_MERGES}'
+    assert rows[:, 2].tolist() == list(range(len(VOCAB), len(VOCAB) + NUM_MERGES)), 'the new ids are not 65, 66, ... in order'
+    vocab = list(VOCAB)
+    for a, b, new in rows.tolist():
+        assert 0 <= a < new and 0 <= b < new, f'merge ({a}, {b}) -> {new} uses an id not yet defined'
+        vocab.append(vocab[a] + vocab[b])
+    text = (ROOT / 'input.txt').read_text(encoding='utf-8')
+    val = text[int(0.9 * len(text)):]
+    assert ids.size and ids.min() >= 0 and ids.max() < len(vocab), (
+        f'BPE ids span {ids.min()}..{ids.max()}, outside 0..{len(vocab) - 1}')
+    got = ''.join(vocab[i] for i in ids.tolist())
+    if got != val:
+        k = next((j for j, (p, q) in enumerate(zip(got, val, strict=False)) if p != q), min(len(got), len(val)))
+        raise AssertionError(f'the BPE ids of the validation lines decode to {len(got):,} characters, not the {len(val):,} '
+                             f'of the validation text; they differ from character {k:,}: {got[k:k + 30]!r} against '
+                             f'{val[k:k + 30]!r}')

@@ -173,7 +173,8 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CALLS, GEN_PROMPTS, N_DRAWS):
             for p in m.parameters():
                 p.add_(0.05 * torch.randn(p.shape, generator=g, dtype=p.dtype))
             idx, cache = t('kv.idx'), {}
-            parts = [nb.forward_cached(m, idx[:, :5], cache)] + [nb.forward_cached(m, idx[:, i:i + 1], cache) for i in range(5, 8)]
+            parts = [nb.forward_cached(m, idx[:, :5], cache)]
+            parts += [nb.forward_cached(m, idx[:, i:i + 1], cache) for i in range(5, 8)]
         out = {'logits': torch.cat(parts, 1), 'n_entries': len(cache)}
         for layer in range(2):
             for h in range(4):
@@ -515,7 +516,8 @@ def kv_reference(inp, rec):
 def head_step_matches_the_full_head(inp, rec):
     want = kv_reference(inp, rec)[0]
     got = rec.tensor('kvhead.out')
-    assert tuple(got.shape) == (2, 10, 8), f'head_step outputs of shape {tuple(got.shape)} for 6 + 1 + 3 positions, expected (2, 10, 8)'
+    assert tuple(got.shape) == (2, 10, 8), (f'head_step outputs of shape {tuple(got.shape)} for 6 + 1 + 3 positions, '
+                                            'expected (2, 10, 8)')
     gap = (got - want).abs().max().item()
     assert gap < 1e-10, (f'head_step on 6 positions, then 1, then 3 differs from the full head by {gap:.3g} (float64); '
                          'mask 1 where j <= P + i, scale by 1/sqrt(head_size)')
@@ -543,7 +545,8 @@ def forward_cached_matches_forward(inp, rec):
 
 @claim
 def forward_cached_fills_the_cache(inp, rec):
-    assert int(rec.tensor('kvgpt.n_entries')) == 8, f'{int(rec.tensor("kvgpt.n_entries"))} cache entries, expected 2 layers x 4 heads'
+    n = int(rec.tensor('kvgpt.n_entries'))
+    assert n == 8, f'{n} cache entries, expected one per head of every layer, 2 x 4'
     sd, idx = state(rec, 'kvgpt.sd.'), inp.tensor('kv.idx')
     x = sd['token_embedding_table.weight'][idx] + sd['position_embedding_table.weight'][:8]  # (2,8,32)
     h = F.layer_norm(x, (32,), sd['blocks.0.ln1.weight'], sd['blocks.0.ln1.bias'], 1e-5)

@@ -3,6 +3,15 @@ mistakes, each with the test cells meant to catch it, and correct alternatives (
 
 from course.demo import Variant, in_cell
 
+SLOPE_U = 'u = torch.log(torch.as_tensor(xs, dtype=torch.float64))  # (n,)'
+SLOPE_W = 'w = torch.log(torch.as_tensor(ys, dtype=torch.float64))  # (n,)'
+SLOPE_RETURN = 'return ((du * (w - w.mean())).sum() / (du * du).sum()).item()'
+SLOPE_BODY = '    ' + SLOPE_U + '\n    ' + SLOPE_W + '\n    du = u - u.mean()  # (n,)\n    ' + SLOPE_RETURN
+POWER = ('loglog_slope_of_power_laws',)
+LSQ = ('loglog_slope_is_least_squares',)
+slope = in_cell('loglog_slope')
+
+
 MUTANTS = []
 ALTERNATIVES = []
 
@@ -181,6 +190,15 @@ MUTANTS = [
             ('ranks_low_per_head_full_for_the_layer',)),
     Variant('rank_head_maps_without_output_slice', (('rank_report', 'W_O[i * hs:(i + 1) * hs]', 'W_O[:hs]'),),
             ('ranks_low_per_head_full_for_the_layer',)),
+    # loglog_slope: judged on exact power laws and on points worked by hand, never on timings
+    Variant('slope_on_semilog_axes', slope((SLOPE_U, 'u = torch.as_tensor(xs, dtype=torch.float64)  # (n,)')), POWER + LSQ),
+    Variant('slope_between_the_ends', slope((SLOPE_RETURN, 'return ((w[-1] - w[0]) / (u[-1] - u[0])).item()')), LSQ),
+    Variant('slope_of_x_on_y', slope((SLOPE_RETURN, 'return ((du * (w - w.mean())).sum() / ((w - w.mean()) ** 2).sum()).item()')),
+            POWER + LSQ),
+    Variant('slope_through_the_origin', slope((SLOPE_RETURN, 'return ((u * w).sum() / (u * u).sum()).item()')), POWER + LSQ),
+    Variant('slope_returned_as_a_tensor', slope((SLOPE_RETURN, 'return (du * (w - w.mean())).sum() / (du * du).sum()')), POWER),
+    Variant('slope_log10_on_one_axis_only', slope((SLOPE_U, 'u = torch.log10(torch.as_tensor(xs, dtype=torch.float64))  # (n,)')),
+            POWER + LSQ),
 ]
 
 ALTERNATIVES = [
@@ -237,4 +255,10 @@ ALTERNATIVES = [
             sv = torch.linalg.svdvals(M)
             return int((sv > sv[0] * 1e-5).sum())
         return {'scores': scores, 'head_maps': [rank(m) for m in maps], 'layer_map': rank(sum(maps))}"""),)),
+    Variant('alt_slope_by_polyfit', slope((SLOPE_BODY, '    import numpy as np\n    u, w = np.log(np.asarray(xs, dtype=float)), np.log(np.asarray(ys, dtype=float))\n'
+                                                      '    return float(np.polyfit(u, w, 1)[0])'))),
+    Variant('alt_slope_in_log2_and_float32', slope((SLOPE_U, 'u = torch.log2(torch.tensor(xs, dtype=torch.float32))  # (n,)'),
+                                                   (SLOPE_W, 'w = torch.log2(torch.tensor(ys, dtype=torch.float32))  # (n,)'))),
+    Variant('alt_slope_by_lstsq', slope((SLOPE_RETURN, 'A = torch.stack([u, torch.ones_like(u)], dim=1)  # (n,2)\n'
+                                                       '    return torch.linalg.lstsq(A, w[:, None]).solution[0, 0].item()'))),
 ]

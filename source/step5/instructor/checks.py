@@ -70,6 +70,11 @@ def make_inputs(seed=20261):
     x['deep.qkv'], x['deep.o'] = u((6 / (4 * dd)) ** 0.5, n_layer, 3 * dd, dd), u(dd ** -0.5, n_layer, dd, dd)
     x['deep.f1w'], x['deep.f1b'] = u(dd ** -0.5, n_layer, dd, dd), u(dd ** -0.5, n_layer, dd)
     x['deep.f2w'], x['deep.f2b'] = u(dd ** -0.5, n_layer, dd, dd), u(dd ** -0.5, n_layer, dd)
+    # loglog_slope's points, drawn last so that every input above stays as it was: exact power laws c x^p, and scatter
+    x['slope.xs'] = np.sort(rng.uniform(2, 2000, 6))
+    x['slope.p'], x['slope.c'] = rng.uniform(-1.5, 3, 4), np.exp(rng.uniform(-4, 4, 4))
+    x['slope.sx'] = np.sort(rng.uniform(1, 500, 7))
+    x['slope.sy'] = x['slope.sx'] ** 1.7 * np.exp(rng.normal(0, 0.8, 7))  # noisy: the least-squares line is not the ends'
     return x
 
 
@@ -244,6 +249,17 @@ def probe(nb, inp, run, *, MHA_CASES, LN_CASES, FF_DIMS, D, H, T, DEEP, BLOCK_SI
             out |= {f'{i}.scores': list(r['scores']), f'{i}.head_maps': list(r['head_maps']), f'{i}.layer_map': r['layer_map']}
         return out
     run('rank', ranks)
+
+    def slopes():
+        xs = [float(v) for v in inp['slope.xs']]
+        out = {}
+        for i, (p, c) in enumerate(zip(inp['slope.p'].tolist(), inp['slope.c'].tolist(), strict=True)):
+            got = nb.loglog_slope(xs, [c * v ** p for v in xs])
+            out[f'power{i}'], out[f'power{i}_is_float'] = float(got), isinstance(got, float)
+        out['lsq'] = nb.loglog_slope([float(v) for v in inp['slope.sx']], [float(v) for v in inp['slope.sy']])
+        out['tensors'] = nb.loglog_slope(t('slope.sx'), t('slope.sy'))  # 1-D tensors, as the contract allows
+        return out
+    run('slope', slopes)
 
 
 def true_block_params(d, attn_bias):
@@ -498,3 +514,21 @@ def ranks_low_per_head_full_for_the_layer(inp, rec):
         assert got == want, (f'd={dd}, {hh} heads, T={tt}{", " + degenerate if degenerate else ""}: expected {want}, got '
                              f'{got}; the layer map is the rank of the summed matrix sum_i W_V^i W_O^i, not a sum of ranks')
 
+
+
+@claim
+def loglog_slope_of_power_laws(inp, rec):
+    for i, p in enumerate(inp.tensor('slope.p').tolist()):
+        assert bool(rec.tensor(f'slope.power{i}_is_float')), 'loglog_slope does not return a Python float (.item())'
+        got = float(rec.tensor(f'slope.power{i}'))
+        assert abs(got - p) < 1e-5, (f'on an exact power law y = c x^{p:.4f} the log-log slope is {p:.4f}; got {got:.6g}: take '
+                                     'the log of both axes and regress log y on log x, means subtracted')
+
+
+@claim
+def loglog_slope_is_least_squares(inp, rec):
+    want = np.polyfit(np.log(inp['slope.sx']), np.log(inp['slope.sy']), 1)[0]
+    for key in ('lsq', 'tensors'):
+        got = float(rec.tensor(f'slope.{key}'))
+        assert abs(got - want) < 1e-5, (f'on 7 scattered points ({key}) the least-squares slope is {want:.6f}; got {got:.6g}: '
+                                        'fit every point, not the two ends')

@@ -35,6 +35,12 @@ STEP_BODY = """    _, loss = model(x, y)
     optimizer.step()
     return loss.item()"""
 MEAN = 'out[split] = sum(losses) / len(losses)'
+KV_SCORES = 'scores = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # (B,n,hs) @ (B,hs,P+n) -> (B,n,P+n)'
+KV_MASK = 'mask = torch.ones(n, T, dtype=torch.bool, device=x.device).tril(diagonal=T - n)'
+KV_CAT_K = 'k = torch.cat([past[0], k], dim=1)'
+KV_CAT_V = 'v = torch.cat([past[1], v], dim=1)'
+KV_RETURN = 'return A @ v, (k, v)'
+KV_POS = 'pos = model.position_embedding_table(torch.arange(P, P + n, device=idx.device))'
 ROWS = 'i = torch.arange(offset, T)'
 
 GPT_REF = ('gpt_loss_matches_cross_entropy', 'trained_checkpoint_runs_in_your_gpt')
@@ -128,6 +134,43 @@ MUTANTS = [
             ('gpt_generate_samples_with_sample_next',)),
     Variant('generate_passes_top_k_as_temperature', cell('gpt', (NEXT, 'idx_next = sample_next(logits[:, -1, :], top_k, temperature)')),
             ('gpt_generate_samples_with_sample_next',)),
+    # head_step and forward_cached (the KV cache): generate_cached is given, so its test catches them all as well
+    Variant('kv_scores_not_scaled', cell('head_step', (KV_SCORES, 'scores = q @ k.transpose(-2, -1)  # (B,n,P+n)')),
+            ('head_step_matches_the_full_head', 'forward_cached_matches_forward')),
+    Variant('kv_mask_counts_from_the_new_positions',  # row i sees j <= i: right for the prompt, wrong once P > 0
+            cell('head_step', (KV_MASK, 'mask = torch.ones(n, T, dtype=torch.bool, device=x.device).tril()')),
+            ('head_step_matches_the_full_head', 'forward_cached_matches_forward')),
+    Variant('kv_no_mask', cell('head_step', ("    scores = scores.masked_fill(~mask, float('-inf'))  # (B,n,P+n)\n", '')),
+            ('head_step_matches_the_full_head', 'forward_cached_matches_forward')),
+    Variant('kv_new_keys_before_the_past', cell('head_step', (KV_CAT_K, 'k = torch.cat([k, past[0]], dim=1)'),
+                                                (KV_CAT_V, 'v = torch.cat([v, past[1]], dim=1)')),
+            ('head_step_appends_to_the_cache',)),
+    Variant('kv_returns_only_the_new_keys_and_values',
+            cell('head_step', (KV_RETURN, 'return A @ v, (head.key(x), head.value(x))')),
+            ('head_step_appends_to_the_cache', 'forward_cached_matches_forward')),
+    Variant('kv_keys_and_values_swapped_in_the_cache', cell('head_step', (KV_RETURN, 'return A @ v, (v, k)')),
+            ('head_step_appends_to_the_cache', 'forward_cached_matches_forward')),
+    Variant('kv_queries_cached_instead_of_keys',
+            cell('head_step', ('k, v = head.key(x), head.value(x)', 'k, v = head.query(x), head.value(x)')),
+            ('head_step_matches_the_full_head', 'head_step_appends_to_the_cache')),
+    Variant('kv_positions_from_zero_every_call',
+            cell('forward_cached', (KV_POS, 'pos = model.position_embedding_table(torch.arange(n, device=idx.device))')),
+            ('forward_cached_matches_forward', 'generate_cached_gives_the_same_tokens')),
+    Variant('kv_heads_read_x_not_ln1',
+            cell('forward_cached', ('head_step(head, h, cache.get((l, i)))', 'head_step(head, x, cache.get((l, i)))')),
+            ('forward_cached_matches_forward', 'forward_cached_fills_the_cache')),
+    Variant('kv_attention_without_residual',
+            cell('forward_cached', ('x = x + block.attn.proj(torch.cat(outs, dim=-1))', 'x = block.attn.proj(torch.cat(outs, dim=-1))')),
+            ('forward_cached_matches_forward',)),
+    Variant('kv_ffwd_without_ln2', cell('forward_cached', ('x = x + block.ffwd(block.ln2(x))', 'x = x + block.ffwd(x)')),
+            ('forward_cached_matches_forward',)),
+    Variant('kv_no_final_layernorm', cell('forward_cached', ('return model.lm_head(model.ln_f(x))', 'return model.lm_head(x)')),
+            ('forward_cached_matches_forward',)),
+    Variant('kv_cache_keyed_by_head_only',  # the layers overwrite one another's keys and values
+            cell('forward_cached', ('out, cache[(l, i)] = head_step(head, h, cache.get((l, i)))',
+                                    'out, cache[i] = head_step(head, h, cache.get(i))'),
+                 ('P = cache[(0, 0)][0].shape[1] if cache else 0', 'P = cache[0][0].shape[1] if cache else 0')),
+            ('forward_cached_matches_forward', 'forward_cached_fills_the_cache')),
     # train_step: judged on Step 2's bigram model, so GPT bugs cannot reach it
     Variant('zero_grad_forgotten', cell('train_step', ('    optimizer.zero_grad(set_to_none=True)\n', '')),
             ('train_step_clears_old_gradients',)),
@@ -214,6 +257,18 @@ ALTERNATIVES = [
     Variant('alt_generate_cat_of_sampled_ids', cell('gpt', ('idx = torch.cat([idx, idx_next], dim=1)', 'idx = torch.cat((idx, idx_next), -1)'))),
     Variant('alt_inference_mode', cell('estimate_loss', ('with torch.no_grad():', 'with torch.inference_mode():'))),
     Variant('alt_estimate_by_tensor_mean', cell('estimate_loss', (MEAN, 'out[split] = torch.tensor(losses, dtype=torch.float64).mean().item()'))),
+    Variant('alt_kv_mask_from_the_heads_tril',
+            cell('head_step', (KV_MASK, 'mask = head.tril[T - n:T, :T] == 1  # (n,P+n): the last n rows of the causal mask'))),
+    Variant('alt_kv_fused_attention',
+            cell('head_step', ("    scores = scores.masked_fill(~mask, float('-inf'))  # (B,n,P+n)\n"
+                               '    A = F.softmax(scores, dim=-1)  # (B,n,P+n), each row sums to 1\n'
+                               '    return A @ v, (k, v)',
+                               '    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), (k, v)'))),
+    Variant('alt_kv_positions_by_slicing_the_table',
+            cell('forward_cached', (KV_POS, 'pos = model.position_embedding_table.weight[P:P + n]  # (n,d)'))),
+    Variant('alt_kv_length_from_any_entry',
+            cell('forward_cached', ('P = cache[(0, 0)][0].shape[1] if cache else 0',
+                                    'P = next(iter(cache.values()))[1].size(1) if len(cache) else 0'))),
     Variant('alt_offset_by_diagonal',
             cell('weight_at_offset', (ROWS + '  # (T-offset,) the rows that have a column i - offset\n'
                                       '    return A[..., i, i - offset].mean().item()  # (..., T-offset) -> float',

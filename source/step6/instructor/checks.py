@@ -48,6 +48,9 @@ def make_inputs(seed=20266):
     starts = rng.integers(0, len(val) - 65, 6)
     windows = np.array([[stoi[c] for c in val[s:s + 65]] for s in starts])
     x['val.x'], x['val.y'] = windows[:, :64], windows[:, 1:]
+    # the KV cache's inputs, drawn last so that every input above stays as it was
+    x['kv.x'] = rng.standard_normal((2, 10, 16))  # float64: a head's input at 10 positions
+    x['kv.idx'] = rng.integers(0, V, (2, 8))
     return x
 
 
@@ -149,6 +152,57 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CALLS, GEN_PROMPTS, N_DRAWS):
                 out[f'handed{i}'] = torch.stack(handed) if handed else torch.zeros(0)
         return out
     run('generate', generate)
+
+    def kv_head():  # head_step on a float64 head, a prompt of 6 positions, then 1, then 3
+        torch.manual_seed(310)
+        head = nb.Head(16, 8, 12).double()
+        x = t('kv.x')
+        with torch.no_grad():
+            a, past = nb.head_step(head, x[:, :6], None)
+            b, past = nb.head_step(head, x[:, 6:7], past)
+            c, past = nb.head_step(head, x[:, 7:], past)
+        return {'out': torch.cat([a, b, c], 1), 'k': past[0], 'v': past[1],
+                'Wq': head.query.weight, 'Wk': head.key.weight, 'Wv': head.value.weight}
+    run('kvhead', kv_head)
+
+    def kv_model():  # forward_cached on a float64 GPT, a prompt of 5 tokens then 3 alone; generate_cached, greedy
+        torch.manual_seed(311)
+        m = nb.GPT(65, 8, 32, 4, 2).double()
+        g = torch.Generator().manual_seed(312)
+        with torch.no_grad():
+            for p in m.parameters():
+                p.add_(0.05 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+            idx, cache = t('kv.idx'), {}
+            parts = [nb.forward_cached(m, idx[:, :5], cache)]
+            parts += [nb.forward_cached(m, idx[:, i:i + 1], cache) for i in range(5, 8)]
+        out = {'logits': torch.cat(parts, 1), 'n_entries': len(cache)}
+        for layer in range(2):
+            for h in range(4):
+                out[f'k{layer}_{h}'], out[f'v{layer}_{h}'] = cache[(layer, h)]
+        out |= {f'sd.{k}': v for k, v in m.state_dict().items()}
+
+        def argmax(logits, temperature=1.0, top_k=None, generator=None):
+            return logits.argmax(-1, keepdim=True)
+        with nb.replaced(sample_next=argmax):
+            out['greedy'] = nb.generate_cached(m, t('prompt')[:, :3], 9)  # 12 tokens: past block_size 8
+        return out
+    run('kvgpt', kv_model)
+
+    def kv_same():  # a float32 GPT away from its initialisation, sampled by generate and by generate_cached from one seed
+        torch.manual_seed(313)
+        m = nb.GPT(65, 8, 32, 4, 2)
+        g = torch.Generator().manual_seed(314)
+        with torch.no_grad():
+            for p in m.parameters():
+                p.add_(0.3 * torch.randn(p.shape, generator=g))
+        prompt, out = t('prompt')[:, :4], {}
+        for i, (tau, k) in enumerate(((1.0, None), (0.8, 10))):
+            torch.manual_seed(315 + i)
+            out[f'plain{i}'] = m.generate(prompt, 16, temperature=tau, top_k=k)
+            torch.manual_seed(315 + i)
+            out[f'cached{i}'] = nb.generate_cached(m, prompt, 16, temperature=tau, top_k=k)
+        return out
+    run('kvsame', kv_same)
 
     def init():
         torch.manual_seed(303)
@@ -453,6 +507,76 @@ def gpt_generate_samples_with_sample_next(inp, rec):
                                        f'{want_args} (-1: None); pass both on')
         handed_logits(inp, rec, i, want)
         assert torch.equal(got, want), 'generate did not append what sample_next returned'
+
+
+def kv_reference(inp, rec):
+    """The float64 head of the head_step checks, recomputed from its recorded weights: the full causal head's output,
+    keys and values at the 10 positions."""
+    x = inp.tensor('kv.x')
+    q, k, v = (x @ rec.tensor(f'kvhead.W{m}').T for m in 'qkv')  # (2,10,8) each
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True), k, v
+
+
+@claim
+def head_step_matches_the_full_head(inp, rec):
+    want = kv_reference(inp, rec)[0]
+    got = rec.tensor('kvhead.out')
+    assert tuple(got.shape) == (2, 10, 8), (f'head_step outputs of shape {tuple(got.shape)} for 6 + 1 + 3 positions, '
+                                            'expected (2, 10, 8)')
+    gap = (got - want).abs().max().item()
+    assert gap < 1e-10, (f'head_step on 6 positions, then 1, then 3 differs from the full head by {gap:.3g} (float64); '
+                         'mask 1 where j <= P + i, scale by 1/sqrt(head_size)')
+
+
+@claim
+def head_step_appends_to_the_cache(inp, rec):
+    _, k, v = kv_reference(inp, rec)
+    got_k, got_v = rec.tensor('kvhead.k'), rec.tensor('kvhead.v')
+    assert tuple(got_k.shape) == (2, 10, 8) and tuple(got_v.shape) == (2, 10, 8), (
+        f'after 10 positions the cache holds k {tuple(got_k.shape)}, v {tuple(got_v.shape)}, expected (2, 10, 8) each')
+    assert (got_k - k).abs().max() < 1e-10 and (got_v - v).abs().max() < 1e-10, (
+        'the cache is not the keys and values of positions 0..9 in order; append the new ones after the past along time')
+
+
+@claim
+def forward_cached_matches_forward(inp, rec):
+    got = rec.tensor('kvgpt.logits')
+    assert tuple(got.shape) == (2, 8, V), f'logits of shape {tuple(got.shape)} for 5 + 1 + 1 + 1 tokens, expected (2, 8, {V})'
+    gap = (got - ref_logits(state(rec, 'kvgpt.sd.'), inp.tensor('kv.idx'), 4)).abs().amax(dim=(0, 2))
+    assert gap.max() < 1e-9, (f'forward_cached differs from the reference forward at positions '
+                              f'{(gap >= 1e-9).nonzero().flatten().tolist()} (float64, up to {gap.max().item():.3g}); '
+                              'position rows P..P+n-1, ln1, proj, residuals, ln2, ffwd, ln_f, lm_head')
+
+
+@claim
+def forward_cached_fills_the_cache(inp, rec):
+    n = int(rec.tensor('kvgpt.n_entries'))
+    assert n == 8, f'{n} cache entries, expected one per head of every layer, 2 x 4'
+    sd, idx = state(rec, 'kvgpt.sd.'), inp.tensor('kv.idx')
+    x = sd['token_embedding_table.weight'][idx] + sd['position_embedding_table.weight'][:8]  # (2,8,32)
+    h = F.layer_norm(x, (32,), sd['blocks.0.ln1.weight'], sd['blocks.0.ln1.bias'], 1e-5)
+    for i in range(4):
+        for m, name in (('key', 'k'), ('value', 'v')):
+            got = rec.tensor(f'kvgpt.{name}0_{i}')
+            want = h @ sd[f'blocks.0.attn.heads.{i}.{m}.weight'].T  # (2,8,8)
+            assert tuple(got.shape) == (2, 8, 8) and (got - want).abs().max() < 1e-9, (
+                f'cache[(0, {i})] does not hold that head\'s {m}s of the 8 positions, (2, 8, 8)')
+    for i in range(4):
+        assert tuple(rec.tensor(f'kvgpt.k1_{i}').shape) == (2, 8, 8), f'cache[(1, {i})] is not (2, 8, 8)'
+
+
+@claim
+def generate_cached_gives_the_same_tokens(inp, rec):
+    for i in range(2):
+        a, b = rec.tensor(f'kvsame.plain{i}'), rec.tensor(f'kvsame.cached{i}')
+        assert tuple(a.shape) == tuple(b.shape) and torch.equal(a, b), (
+            f'run {i}: generate_cached and generate drew different tokens from the same seed (a float32 GPT, past block_size)')
+    sd, prompt = state(rec, 'kvgpt.sd.'), inp.tensor('prompt')[:, :3]
+    want = prompt
+    for _ in range(9):  # greedy, by the reference forward on the last 8 tokens
+        want = torch.cat([want, ref_logits(sd, want[:, -8:], 4)[:, -1].argmax(-1, keepdim=True)], 1)
+    assert torch.equal(rec.tensor('kvgpt.greedy'), want), (
+        'greedy generate_cached on a float64 GPT differs from the reference forward\'s greedy choices')
 
 
 def table_loss(W, x, y):

@@ -9,8 +9,8 @@ import pytest
 from conftest import running
 from corpus import MARK, cases, expected_status
 from course.cells import read
+from course.isolation.warm import available as warm_kernels_available
 from course.layout import ROOT, notebooks, steps
-from course.warm import available as warm_kernels_available
 
 CASES = [(step, c) for i, step in enumerate(steps()) for c in cases() if c.every_step or i == 0]
 
@@ -136,7 +136,7 @@ def test_what_student_work_costs_the_grader_is_bounded(graded):
     than the most any demo student of the step cost (measured: VmHWM, reset before each submission). Unbounded, the
     record bomb alone took 2 GiB more."""
     from corpus import BUDGET
-    from course.results import load
+    from course.reports.results import load
 
     step = steps()[0]
     peak = {s: (load(step, s, graded.course) or {}).get('memory', {}).get('worker_peak_rss')
@@ -167,7 +167,7 @@ def test_progress_is_shown_in_sparse_plain_lines_with_the_statuses_of_the_grade_
 
 def test_the_class_was_graded_with_warm_kernels_where_they_can_run(graded):
     """The fast path is what graded the corpus above wherever it can run (in the sandbox, as root or as a user with user
-    namespaces: course.warm.available()), and every results record says so."""
+    namespaces: course.isolation.warm.available()), and every results record says so."""
     warm = graded.sandboxed and warm_kernels_available()
     assert ('grading with warm kernels' in graded.out) == warm, graded.out[-2000:]
     kinds = {r['kernel'] for r in graded.rows.values() if r['status'] != 'not submitted'}

@@ -1,11 +1,11 @@
 """Step 1's claims, judged outside the student's kernel: the vocabulary, encode and decode, the split, get_batch, and
-the entropy of the characters (the kit: course/claims.py; the runtime the probe runs in: course/probe.py)."""
+the entropy of the characters (the kit: course/grader/claims.py; the runtime the probe runs in: course/grader/probe.py)."""
 
 import math
 
 import numpy as np
 
-from course.claims import claim
+from course.grader.claims import claim
 
 VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # sorted(set(text)) of the sha256-fixed data
 H_TEXT = 4.779353271961856  # the unigram entropy of the whole text, in bits

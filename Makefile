@@ -1,6 +1,6 @@
 # The verbs humans and CI use. Each sets up what it needs on first use (a virtualenv from requirements.txt, the data).
 # DATA=path/to/input.txt copies a local Tiny Shakespeare instead of downloading it (CI: DATA=../shared/data/input.txt).
-# Every verb runs a module of the course package (course/): `python -m course.<module> --help` says more.
+# Every verb runs a module of the course package (course/): `python -m course.<package>.<module> --help` says more.
 # Python 3.11 (any patch release from 3.11.2): the first one found, or PYTHON=/path/to/python3.11.
 ifndef PYTHON
 PYTHON := $(shell command -v python3.11 || command -v python3 || echo python3.11)
@@ -15,7 +15,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 .PHONY: demo test test-browser pictures build check data grade mutants bench system clean publish collect test-hub hub hub-system
 
 demo: data build  ## build the release and solution, autograde a demo class, print its grades
-	$(BIN)/python -m course.grade --demo
+	$(BIN)/python -m course.grader.grade --demo
 
 test: data system  ## lint, generated files fresh, nbval, graded classes, sandbox, Colab, browser; as root, also as a plain user
 	$(BIN)/ruff check course tests hub nbgrader_config.py source/*/instructor
@@ -35,32 +35,32 @@ test-hub: data system $(if $(filter 0,$(shell id -u)),hub)  ## as root: the exch
 	HUB_ENV=$(HUB_ENV) $(BIN)/python -m pytest tests/hub
 
 build: $(VENV)/.installed  ## regenerate release/ and notebooks/ from source/
-	$(BIN)/python -m course.build
+	$(BIN)/python -m course.authoring.build
 
 check: $(VENV)/.installed  ## fail if release/ or notebooks/ is stale
-	$(BIN)/python -m course.build --check
+	$(BIN)/python -m course.authoring.build --check
 
 # make collect LMS=canvas ZIP=submissions.zip [ROSTER=roster.csv] [DUE='2026-12-01 23:59+00:00'] [TIMES=times.csv] [STEP=step2]
 collect: data  ## put an LMS bulk download (LMS=canvas|moodle ZIP=...) into submitted/ with nbgrader's zip_collect, the roster into the gradebook
-	$(BIN)/python -m course.collect --lms "$(LMS)" --zip "$(ZIP)" $(if $(ROSTER),--roster "$(ROSTER)") \
+	$(BIN)/python -m course.classroom.collect --lms "$(LMS)" --zip "$(ZIP)" $(if $(ROSTER),--roster "$(ROSTER)") \
 	  $(if $(DUE),--due "$(DUE)") $(if $(TIMES),--times "$(TIMES)") $(if $(STEP),--step "$(STEP)")
 
 grade: data  ## autograde everything in submitted/, write feedback/, results/, grades*.csv and reports/index.html, print the grade table
-	$(BIN)/python -m course.grade
+	$(BIN)/python -m course.grader.grade
 
 mutants: data  ## grade the demo class and print each step's kill matrix: which test cells each known mistake loses points in
-	$(BIN)/python -m course.grade --demo --kill-matrix
+	$(BIN)/python -m course.grader.grade --demo --kill-matrix
 
 bench: data  ## time grading classes of 30 and 60 (Step 4): plain serial nbgrader against make grade (a benchmark, not a test)
-	$(BIN)/python -m course.benchmark $(BENCH)
+	$(BIN)/python -m course.grader.benchmark $(BENCH)
 
 # NOW=2027-02-10T12:00:00+00:00 publishes as at that moment (to preview a release date); OUT=path writes elsewhere.
 publish: $(VENV)/.installed  ## write the student repository (course.toml [publish] folder) by the release schedule, from fresh generated files
-	$(BIN)/python -m course.build --check
-	$(BIN)/python -m course.publish $(if $(NOW),--now $(NOW)) $(if $(OUT),--out $(OUT))
+	$(BIN)/python -m course.authoring.build --check
+	$(BIN)/python -m course.authoring.publish $(if $(NOW),--now $(NOW)) $(if $(OUT),--out $(OUT))
 
 data: $(VENV)/.installed $(JUPYTER_CONFIG)  ## put a verified Tiny Shakespeare at input.txt
-	$(BIN)/python -m course.data $(if $(DATA),--from $(DATA))
+	$(BIN)/python -m course.authoring.data $(if $(DATA),--from $(DATA))
 
 # What the tests need from the system: bubblewrap (the grading sandbox), Debian's chromium (the browser tests), and the
 # system's python3.11 with its venv module (tests/test_nonroot.py builds the course with it as a plain account).

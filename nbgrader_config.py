@@ -21,18 +21,9 @@ from nbgrader.preprocessors import (  # noqa: E402
     SaveAutoGrades,
 )
 
-from course.active_content import (  # noqa: E402
-    WEB_FILES,
-    RemoveNewFiles,
-    SanitizeActiveContent,
-    SanitizeFeedback,
-    SnapshotFiles,
-    protect_formgrader,
-)
 from course.cells import CODE_STUB, TEXT_STUB  # noqa: E402
-from course.feedback import ClaimSummary  # noqa: E402
-from course.gradebook import url as gradebook_url  # noqa: E402
-from course.preprocessors import (  # noqa: E402
+from course.classroom.gradebook import url as gradebook_url  # noqa: E402
+from course.grader.preprocessors import (  # noqa: E402
     AddProbe,
     CapOutput,
     CheckCellMetadataOnce,
@@ -40,6 +31,15 @@ from course.preprocessors import (  # noqa: E402
     RecordedExecute,
     TestMessagesOnly,
 )
+from course.reports.active_content import (  # noqa: E402
+    WEB_FILES,
+    RemoveNewFiles,
+    SanitizeActiveContent,
+    SanitizeFeedback,
+    SnapshotFiles,
+    protect_formgrader,
+)
+from course.reports.feedback import ClaimSummary  # noqa: E402
 
 # nbgrader's formgrader loads this file inside the Jupyter server started from the course: there, this adds
 # content-security headers to the formgrader's pages and served files (docs/security.md). Anywhere else it does nothing.
@@ -50,26 +50,26 @@ c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = 'transformer-from-scratch'
 # The gradebook: by default SQLite, gradebook.db next to this file (one instructor). For several graders at once, one
 # setting switches to PostgreSQL: COURSE_GRADEBOOK_URL in the environment or gradebook_url in course.toml
-# (course/gradebook.py, docs/gradebook.md).
+# (course/classroom/gradebook.py, docs/gradebook.md).
 c.CourseDirectory.db_url = gradebook_url(Path(__file__).resolve().parent)
 c.CourseDirectory.solution_directory = '.build/solution'
 # Never copied by nbgrader (into release/, the solution, autograded/, a student's fetch): nbgrader's defaults, each step's
-# instructor/ folder (its out-of-process checks and bank of mistakes: the grader's alone), the originals course.repair
+# instructor/ folder (its out-of-process checks and bank of mistakes: the grader's alone), the originals course.grader.repair
 # keeps, and stray probe files.
 c.CourseDirectory.ignore = ['.ipynb_checkpoints', '*.pyc', '__pycache__', 'feedback', 'instructor', '.original',
                             '_probe_*.npz']
-# Nor any file a browser would run as a page or script (.html, .svg, .js ... : course/active_content.py).
+# Nor any file a browser would run as a page or script (.html, .svg, .js ... : course/reports/active_content.py).
 c.CourseDirectory.ignore += WEB_FILES
 
 # On a hub (hub/, docs/hub.md), nbgrader's exchange: collect skips a submission that another Unix account put in the
 # exchange under a student's name (nbgrader's own collect warns and takes it). Without an exchange, nothing changes.
-c.ExchangeFactory.collect = 'course.exchange_collect.OwnerCheckedCollect'
+c.ExchangeFactory.collect = 'course.classroom.exchange_collect.OwnerCheckedCollect'
 
 # The stub students see in place of each solution region, and in each written answer.
 c.ClearSolutions.code_stub = {'python': CODE_STUB}
 c.ClearSolutions.text_stub = TEXT_STUB
 
-# course.build removes the ### BEGIN/END marker lines and executes the solution itself (with nbclient).
+# course.authoring.build removes the ### BEGIN/END marker lines and executes the solution itself (with nbclient).
 c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]
 
 # Autograding a real class.
@@ -97,7 +97,8 @@ c.Autograde.autograde_preprocessors = [AddProbe, SnapshotFiles, RecordedExecute,
                                        AssignLatePenalties, CheckCellMetadataOnce]
 
 # Late work: a submission whose time (submitted/<student>/<step>/timestamp.txt, written by nbgrader's collect or
-# zip_collect, course.collect) is past its step's due date (in the gradebook: course.collect --due) scores 0, applied by
+# zip_collect, course.classroom.collect) is past its step's due date (in the gradebook: course.classroom.collect
+# --due) scores 0, applied by
 # nbgrader's AssignLatePenalties above. Without a due date nothing is late. Another rule: a LateSubmissionPlugin subclass
 # as c.AssignLatePenalties.plugin_class (docs/lms.md).
 c.LateSubmissionPlugin.penalty_method = 'zero'
@@ -107,15 +108,15 @@ c.LateSubmissionPlugin.penalty_method = 'zero'
 # name of the preprocessor that broke it is lost. About 0.1 s of CPU a submission (docs/performance.md).
 c.Exporter.optimistic_validation = True
 
-# `nbgrader export` writes grades.csv (a row per student and step), grades-cells.csv and grades-total.csv: course.export.
-c.ExportApp.plugin_class = 'course.export.CellCsvExport'
+# `nbgrader export` writes grades.csv (a row per student and step), grades-cells.csv and grades-total.csv: course.reports.export.
+c.ExportApp.plugin_class = 'course.reports.export.CellCsvExport'
 
 # Feedback shows each failed test's name and message, never the hidden tests' source or tracebacks quoting it.
 # SanitizeFeedback: the feedback pages are sanitized as the autograded notebooks are. ClaimSummary: each claim's name,
-# score and message, for the summary at the top of the page (course/feedback.py).
+# score and message, for the summary at the top of the page (course/reports/feedback.py).
 c.GenerateFeedback.preprocessors = [ClearHiddenTests, TestMessagesOnly, GetGrades, CSSHTMLHeaderPreprocessor,
                                     SanitizeFeedback, ClaimSummary]
 # The page is rendered by nbconvert's HTMLExporter less its per-page template compiling and its BeautifulSoup pass (about
-# a quarter of the time, the same page): course/feedback.py says why that is safe. It also puts the claims' summary in
+# a quarter of the time, the same page): course/reports/feedback.py says why that is safe. It also puts the claims' summary in
 # place of nbgrader's table of contents, and MathJax in the page, so that its maths renders offline.
-c.GenerateFeedback.exporter_class = 'course.feedback.FeedbackExporter'
+c.GenerateFeedback.exporter_class = 'course.reports.feedback.FeedbackExporter'

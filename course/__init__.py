@@ -1,9 +1,20 @@
-"""The course's tooling, one package: build the student release and the executed solutions, autograde a class in a
-sandbox, export the grades. Each module does one job; `python -m course.<verb>` runs the command-line ones
-(build, data, grade, benchmark). The Makefile's verbs call them; docs/ explains them.
+"""The course's tooling: build the student release and the executed solutions, autograde a class in a sandbox,
+report and export the grades. `python -m course.<package>.<module>` runs the command-line modules, the Makefile's verbs
+call them, and docs/ explains them.
 
-Kept free of imports beyond the standard library's: course.warm_server runs inside the sandbox, where only this
-package's standard-library modules (course.policy, course.warm_server) are present.
+Subpackages by role, in layers. A module imports only from its own layer and the layers listed before it, never from
+one listed after it (tests/test_layering.py reads this list and checks every import of every module against it):
+
+  course            cells, layout, runner: the cell metadata, where files live, running nbgrader's apps
+  course.isolation  policy, cgroups, sandbox, warm, warm_server: the sandbox, warm kernels: where a student's code runs
+  course.authoring  build, reproduced, colab, data, publish, demo: from a step's source to the release and the solution
+  course.classroom  gradebook, exchange_collect, lms, collect: the gradebook, nbgrader's exchange, an LMS's files
+  course.reports    results, export, classreport, report, feedback, active_content: what grading leaves behind
+  course.grader     grade, grading, preprocessors, probe, claims, repair, progress, killmatrix, benchmark: the grading
+
+Kept free of imports beyond the standard library's, as course.isolation's __init__ is: the warm server
+(course.isolation.warm_server) runs inside the sandbox, where only these two files, course.isolation.policy and the
+server itself are present.
 """
 
 import sys

@@ -58,7 +58,7 @@ def log_path(step, student, root=ROOT):
 
 
 def result_path(step, student, root=ROOT):
-    """The outcome of one submission's grading, as JSON (course.results)."""
+    """The outcome of one submission's grading, as JSON (course.reports.results)."""
     return Path(root) / 'results' / step / f'{student}.json'
 
 

@@ -72,7 +72,7 @@ def share_engines():
 
 
 def export(to, root=ROOT):
-    """`nbgrader export` in this process, with the plugin nbgrader_config.py names (course.export.CellCsvExport)."""
+    """`nbgrader export` in this process, with the plugin nbgrader_config.py names (course.reports.export.CellCsvExport)."""
     from nbgrader.apps import ExportApp
 
     extra = Config()
@@ -93,14 +93,14 @@ def run(*args, check=True, cwd=ROOT, **kw):
     return done
 
 
-# What each nbgrader worker (course.grading) needs imported before it grades: nbgrader, the course's preprocessors, and
+# What each nbgrader worker (course.grader.grading) needs imported before it grades: nbgrader, the course's preprocessors, and
 # torch (the out-of-process checks compute their references with it).
-WORKER_PRELOAD = ['course.grading', 'course.preprocessors', 'nbgrader.apps.api', 'nbgrader.converters', 'torch']
+WORKER_PRELOAD = ['course.grader.grading', 'course.grader.preprocessors', 'nbgrader.apps.api', 'nbgrader.converters', 'torch']
 
 
 def worker_context():
     """The multiprocessing context nbgrader workers are started from: a forkserver that imports WORKER_PRELOAD once,
-    started now, so that it imports while this process does other work (course.grade calls it first)."""
+    started now, so that it imports while this process does other work (course.grader.grade calls it first)."""
     # One torch thread in each grading process, set here for the workers and the kernel server started after them: the
     # kernels share the cores, and the checks' references are small. With the default, one per core, OpenMP threads
     # spin between operations on the cores the kernels need (a class of 30 graded 5% slower).

@@ -14,10 +14,10 @@ from browserpage import open_page
 from bs4 import BeautifulSoup
 from PIL import Image
 
-from course import results
-from course.classreport import normalise, took_part
-from course.demo import sampled
+from course.authoring.demo import sampled
 from course.layout import ROOT, autograded_points, steps
+from course.reports import results
+from course.reports.classreport import normalise, took_part
 
 STEPS = steps()
 GRADED_MISTAKES = [(step, v) for step in STEPS for v in sampled(step) if v.caught_by]
@@ -55,7 +55,7 @@ def test_class_report_shows_each_mistake_as_a_top_failure_message_of_the_cells_m
 
 
 def students(graded, step):
-    """The students whose submission of step the report's statistics count (course.classreport.took_part)."""
+    """The students whose submission of step the report's statistics count (course.reports.classreport.took_part)."""
     return [s for st, s in graded.rows if st == step and took_part({'record': results.load(step, s, graded.course)})]
 
 

@@ -16,15 +16,15 @@ import synthetic
 from conftest import can_sandbox
 from corpus import cases, placed
 from course import runner
+from course.authoring.demo import DEMO_MARK, bank, demo_class, edited, sampled, solved, write_class
 from course.cells import read
-from course.demo import DEMO_MARK, bank, demo_class, edited, sampled, solved, write_class
 from course.layout import ROOT, copy_course, notebooks, steps
 
 
 class Graded(NamedTuple):
     course: object  # the course copy
     rows: dict  # (step, student) -> grades.csv row, with each test cell's score from grades-cells.csv
-    out: str  # what course.grade printed
+    out: str  # what course.grader.grade printed
     alone: dict  # (step, student) -> row, for clean_students() graded alone first
     cases: dict  # step -> the corpus cases graded on it (without the sandbox: those that do not need it), the synthetic
     # step's included
@@ -70,7 +70,8 @@ def run(course, *flags):
     # says so); only the corpus's hung cells should meet it
     # where no sandbox works, make grade refuses a real class: the corpus cases that do not need one are graded without
     unsandboxed = () if can_sandbox() else ('--no-sandbox',)
-    done = subprocess.run([sys.executable, '-m', 'course.grade', '--cell-timeout=60', '--timeout=600', *unsandboxed, *flags],
+    done = subprocess.run([sys.executable, '-m', 'course.grader.grade', '--cell-timeout=60', '--timeout=600',
+                           *unsandboxed, *flags],
                           cwd=course, capture_output=True, text=True, env=runner.env(course))
     assert done.returncode == 0, done.stdout + done.stderr
     return read_grades(course), done.stdout + done.stderr
@@ -131,7 +132,7 @@ def grade_plain(course):
     """One demo student per step (plain_sample) graded by plain serial `nbgrader autograde` (nbgrader's own command and kernel,
     no sandbox, one notebook after another) in a copy of the course: {(step, student): {test cell: score}}, None for a
     submission it did not grade. The whole class is compared in `make bench`."""
-    from course.benchmark import grades
+    from course.grader.benchmark import grades
 
     copy_course(course)
     cls = plain_sample(demo_class(sample=True))

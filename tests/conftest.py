@@ -16,7 +16,7 @@ from functools import partial
 import psutil
 import pytest
 
-from course import sandbox
+from course.isolation import sandbox
 from course.layout import ROOT, notebooks, steps
 
 STEPS = steps()
@@ -77,7 +77,7 @@ def listener():
 
 @pytest.fixture(scope='session')
 def graded(tmp_path_factory, plain_started, listener):
-    """One class graded by the real command (python -m course.grade) in a copy of the course: the demo class of every
+    """One class graded by the real command (python -m course.grader.grade) in a copy of the course: the demo class of every
     step and the damaged, broken and hostile corpus of every step (tests/corpus.py); and, first, a few clean students
     alone, to compare with. Plain nbgrader grades one of each step at the same time (plain_started)."""
     from classroom import grade_class
@@ -150,12 +150,13 @@ GPU_CLAIM = 'import torch; torch.cuda.is_available = lambda: True; torch.cuda.de
 
 @pytest.fixture(scope='session')
 def colab(tmp_path_factory):
-    """Kernels of Colab's runtime (course.colab: a virtualenv of colab-profile.txt, built on first use): colab(gpu=False)
+    """Kernels of Colab's runtime (course.authoring.colab: a virtualenv of colab-profile.txt, built on first use):
+    colab(gpu=False)
     is a jupyter_client KernelManager for a new kernel of it; gpu=True, one in which torch.cuda.is_available() is True."""
     from jupyter_client import KernelManager
     from jupyter_client.kernelspec import KernelSpecManager
 
-    from course import colab as profile
+    from course.authoring import colab as profile
 
     python = profile.venv()
     folder = tmp_path_factory.mktemp('colab-kernels')

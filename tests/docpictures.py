@@ -20,11 +20,11 @@ PICTURES = {
         ('source/step4/step4_attention_head.ipynb', 'nbgrader_config.py', 'requirements.txt')),
     'docs/pictures/feedback-mistake.png': (
         'test-artifacts/browser/11-feedback-demo-mistake.png',
-        ('source/step4/step4_attention_head.ipynb', 'source/step4/instructor/bank.py', 'course/feedback.py',
+        ('source/step4/step4_attention_head.ipynb', 'source/step4/instructor/bank.py', 'course/reports/feedback.py',
          'nbgrader_config.py')),
     'docs/pictures/class-report.png': (
         'test-artifacts/browser/13-class-report.png',
-        ('course/classreport.py', 'source/step4/step4_attention_head.ipynb')),
+        ('course/reports/classreport.py', 'source/step4/step4_attention_head.ipynb')),
 }
 
 

@@ -9,8 +9,8 @@ from typing import NamedTuple
 
 import nbformat
 
+from course.authoring.demo import solved
 from course.cells import read
-from course.demo import solved
 from course.layout import ROOT, notebooks, steps
 
 STEP = steps()[0]

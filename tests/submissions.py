@@ -10,8 +10,8 @@ import synthetic
 from conftest import running
 from corpus import MARK, cases, expected_status, placed
 from course.cells import read
+from course.isolation.warm import available as warm_kernels_available
 from course.layout import notebooks, steps
-from course.warm import available as warm_kernels_available
 
 CASES = placed(cases(), steps())  # the grader's own cases on the synthetic step (tests/synthetic.py), the rest on every step
 
@@ -138,7 +138,7 @@ def test_what_student_work_costs_the_grader_is_bounded(graded):
     than the most any demo student of the step cost (measured: VmHWM, reset before each submission). Unbounded, the
     record bomb alone took 2 GiB more."""
     from corpus import BUDGET
-    from course.results import load
+    from course.reports.results import load
 
     step = synthetic.STEP  # where they were graded, with its own demo class
     peak = {s: (load(step, s, graded.course) or {}).get('memory', {}).get('worker_peak_rss')
@@ -169,7 +169,7 @@ def test_progress_is_shown_in_sparse_plain_lines_with_the_statuses_of_the_grade_
 
 def test_the_class_was_graded_with_warm_kernels_where_they_can_run(graded):
     """The fast path is what graded the corpus above wherever it can run (in the sandbox, as root or as a user with user
-    namespaces: course.warm.available()), and every results record says so."""
+    namespaces: course.isolation.warm.available()), and every results record says so."""
     warm = graded.sandboxed and warm_kernels_available()
     assert ('grading with warm kernels' in graded.out) == warm, graded.out[-2000:]
     kinds = {r['kernel'] for r in graded.rows.values() if r['status'] != 'not submitted'}

@@ -54,7 +54,7 @@ def notebook():
 
 BANK = f'''"""Step 9's bank of mistakes (synthetic, for the tooling's tests)."""
 
-from course.demo import Variant
+from course.authoring.demo import Variant
 
 MUTANTS = [
     Variant('subtracts', (('add', 'return a + b', 'return a - b'),), {MISTAKES['subtracts']!r}),
@@ -67,7 +67,7 @@ CHECKS = '''"""Step 9's claims (synthetic): add() on the grader's numbers, judge
 
 import numpy as np
 
-from course.claims import claim, expect_close, expect_equal
+from course.grader.claims import claim, expect_close, expect_equal
 
 N = 5  # pairs of numbers
 

@@ -1,5 +1,5 @@
-"""course/active_content.py, fast: what the sanitizer removes and keeps, the files written while graded, the formgrader's
-content-security policy. The end-to-end journey (graded by course.grade, opened in the formgrader) is in
+"""course/reports/active_content.py, fast: what the sanitizer removes and keeps, the files written while graded, the formgrader's
+content-security policy. The end-to-end journey (graded by course.grader.grade, opened in the formgrader) is in
 tests/test_browser.py."""
 
 import base64
@@ -12,8 +12,9 @@ import pytest
 from nbconvert.exporters import HTMLExporter
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from course import active_content
-from course.active_content import (
+from course.layout import ROOT
+from course.reports import active_content
+from course.reports.active_content import (
     RemoveNewFiles,
     SanitizeActiveContent,
     SnapshotFiles,
@@ -22,7 +23,6 @@ from course.active_content import (
     sha256,
     write_report,
 )
-from course.layout import ROOT
 
 JS = "alert('XSS')"
 # Each a way for a student to run JS in the page nbconvert renders (the formgrader, the feedback), in a markdown cell.

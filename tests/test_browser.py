@@ -1,6 +1,6 @@
 """The student and instructor journeys, driven through JupyterLab's UI in headless Chromium (Debian's, via Playwright).
 
-One JupyterLab 4 serves a temporary copy of the course on 127.0.0.1 with a token, while course.grade --demo autogrades a
+One JupyterLab 4 serves a temporary copy of the course on 127.0.0.1 with a token, while course.grader.grade --demo autogrades a
 demo class in that copy. The student opens the release from the file browser, finds the test cells locked, types
 Head into the editor, runs all cells and presses nbgrader's Validate; the instructor opens the formgrader, sees the demo
 submissions and their scores, and grades one written answer; then a student opens the feedback page of a demo mistake
@@ -42,11 +42,11 @@ from PIL import Image
 from playwright.sync_api import sync_playwright
 
 from conftest import can_sandbox, free_port
-from course import demo
+from course.authoring import demo
+from course.authoring.demo import edited, solved
 from course.cells import grade_id, read, role
-from course.demo import edited, solved
-from course.feedback import claim_name
 from course.layout import ROOT, copy_course, steps
+from course.reports.feedback import claim_name
 
 SHOTS = ROOT / 'test-artifacts' / 'browser'
 STUDENT_SHOTS = ['01-student-opens-release', '02-student-locked-cell', '03-student-typed-head', '04-student-run-all',
@@ -92,24 +92,24 @@ shoot = shooter(SHOTS)
 # The demo class of the step the journeys are scripted on (the perfect and the blank submission): make grade prepares
 # and grades this step only; the formgrader lists every step of source/, with no submission but this one's (the other
 # steps' classes are graded in tests/test_grading.py)
-WRITE_DEMO = ('from course.demo import demo_class, write_class; from course.layout import ROOT; '
+WRITE_DEMO = ('from course.authoring.demo import demo_class, write_class; from course.layout import ROOT; '
               f'write_class(demo_class([{AID!r}]), ROOT / "submitted")')
 
 
 @pytest.fixture(scope='module')
 def course(tmp_path_factory):
-    """A temporary copy of the course, with course.grade --demo autograding its demo class in the background."""
+    """A temporary copy of the course, with course.grader.grade --demo autograding its demo class in the background."""
     root = copy_course(tmp_path_factory.mktemp('course'))
     for bank in (root / 'source').glob('*/instructor/bank.py'):  # a small demo class: the perfect and the blank submission
         bank.unlink()
     # The demo class, written from release/ before the student edits it, and a hostile student (active content everywhere); then
-    # course.grade (make grade) grades them all.
+    # course.grader.grade (make grade) grades them all.
     subprocess.run([sys.executable, '-c', WRITE_DEMO], cwd=root, check=True)
     write_hostile(root)
     write_mistake(root)
     log = open(root.parent / 'grade.log', 'w')
     unsandboxed = [] if can_sandbox() else ['--no-sandbox']  # make grade refuses a real class without one
-    grading = subprocess.Popen([sys.executable, '-m', 'course.grade', *unsandboxed], cwd=root, stdout=log,
+    grading = subprocess.Popen([sys.executable, '-m', 'course.grader.grade', *unsandboxed], cwd=root, stdout=log,
                                stderr=subprocess.STDOUT)
     yield root, grading
     grading.kill()
@@ -306,7 +306,7 @@ def instructor(student, page, course):
     follow(frame, frame.locator('#main-table a', has_text=re.compile(f'^{AID}$')), f'**/gradebook/{AID}')
     follow(frame, frame.locator('#main-table a', has_text=NOTEBOOK), f'**/gradebook/{AID}/{NOTEBOOK}')
     todo = frame.locator('#main-table tr', has=frame.locator('td.needs-manual-grade span')).first
-    assert todo.count(), f'no submission waits for manual grading; course.grade --demo said:\n{log}'
+    assert todo.count(), f'no submission waits for manual grading; course.grader.grade --demo said:\n{log}'
     seen['student'] = todo.locator('a.name-shown').text_content().strip()
     follow(frame, todo.locator('a.name-hidden'), '**/submissions/**', 'formgrader.grades.loaded && formgrader.comments.loaded')
     score, comment = frame.locator(f'input#{MANUAL.grade_id}'), frame.locator(f'textarea#{MANUAL.grade_id}-comment')

@@ -1,4 +1,5 @@
-"""course.classreport on a small class made by hand, with no kernel: the synthetic step of tests/synthetic.py, its gradebook
+"""course.reports.classreport on a small class made by hand, with no kernel: the synthetic step of
+tests/synthetic.py, its gradebook
 written through nbgrader's Gradebook API, each submission's record in results/ and its autograded notebook. The class has
 a copied solution, two students who make the same mistake, a student who pastes the visible tests into the solution cell,
 and hostile text (a <script>, an <img onerror>, a </style>, a student id with HTML) in every field that reaches the page.
@@ -17,9 +18,10 @@ import pytest
 from browserpage import open_page
 
 import synthetic
-from course import classreport, results, runner
+from course import runner
 from course.cells import CODE_STUB, grade_id
 from course.layout import ROOT
+from course.reports import classreport, results
 
 STEP, NAME = synthetic.STEP, synthetic.NAME
 NB = NAME.removesuffix('.ipynb')
@@ -89,7 +91,7 @@ def submission(body):
 
 
 def make_class(root):
-    """The course at root: source/ and release/ of the synthetic step, the course package (for python -m course.report),
+    """The course at root: source/ and release/ of the synthetic step, the course package (for python -m course.reports.report),
     a gradebook, results/ and autograded/ for CLASS."""
     from nbgrader.api import Gradebook
 
@@ -218,8 +220,9 @@ def test_the_hostile_check_sees_a_script_that_runs(tmp_path):
 
 
 def test_python_m_course_report_rebuilds_the_page_after_manual_grading_without_regrading(course, report):
-    """The page lists the answers awaiting a grader; one is graded in the gradebook (as the formgrader does); python -m
-    course.report rebuilds the page: that answer is gone from the list, and nothing of grading moved. (Last: it grades.)"""
+    """The page lists the answers awaiting a grader; one is graded in the gradebook (as the formgrader does);
+    `python -m course.reports.report` rebuilds the page: that answer is gone from the list, and nothing of grading moved.
+    (Last: it grades.)"""
     from nbgrader.api import Gradebook
 
     def grading_state():
@@ -236,7 +239,7 @@ def test_python_m_course_report_rebuilds_the_page_after_manual_grading_without_r
         grade = gb.find_grade('why', NB, STEP, 'perfect_too')
         grade.manual_score, grade.needs_manual_grade = 1, False  # as the formgrader sets them
         gb.db.commit()
-    done = subprocess.run([sys.executable, '-m', 'course.report'], cwd=course, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, '-m', 'course.reports.report'], cwd=course, capture_output=True, text=True,
                           env=runner.env(course))
     assert done.returncode == 0 and 'reports/index.html' in done.stdout, done.stdout + done.stderr
     assert awaiting((course / 'reports' / 'index.html').read_text()) == (10, False), 'the graded answer is still listed'

@@ -1,5 +1,5 @@
 """Colab readiness: the release runs from a folder holding nothing but itself, as a Colab upload does, in a kernel of
-Colab's own package set (the `colab` fixture: colab-profile.txt, course/colab.py), not the course's.
+Colab's own package set (the `colab` fixture: colab-profile.txt, course/authoring/colab.py), not the course's.
 
 The data cell's real download path runs against a local HTTP server on 127.0.0.1 (TINY_SHAKESPEARE_URL points it there):
 a corrupted file or an unreachable URL stops with a one-line error and leaves nothing behind. tests/test_colab_runtime.py

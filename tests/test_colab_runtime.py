@@ -8,7 +8,7 @@ are downloaded (from a local server standing in for the real URLs) and checked.
   same run shows that no printed number depends on the CPU's vector unit (AVX-512, AVX2 or none);
 - every student release, as the student repository publishes it (make publish, self-paced so that every step is in it:
   its links name the student repository), with its solutions filled in as the demo class's perfect student fills them
-  (course.demo), top to bottom, every visible test passing, on a GPU runtime as a notebook sees one
+  (course.authoring.demo), top to bottom, every visible test passing, on a GPU runtime as a notebook sees one
   (torch.cuda.is_available() is True).
 """
 
@@ -23,9 +23,9 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from conftest import NOTEBOOKS
-from course.demo import solved
+from course.authoring.demo import solved
+from course.authoring.publish import publish
 from course.layout import ROOT, settings
-from course.publish import publish
 
 SHIPPED = {step: sorted(p.name for p in (ROOT / 'release' / step).iterdir() if p.suffix != '.ipynb') for step, _ in NOTEBOOKS}
 

@@ -1,4 +1,5 @@
-"""course.data (make data): Tiny Shakespeare is copied or downloaded, always sha256-checked; a bad file never lands or is lost."""
+"""course.authoring.data (make data): Tiny Shakespeare is copied or downloaded, always sha256-checked; a bad file
+never lands or is lost."""
 
 import subprocess
 import sys
@@ -11,7 +12,8 @@ SHARED = ROOT / 'input.txt'  # put in place by make data, from DATA= or the down
 
 
 def fetch(*args):
-    return subprocess.run([sys.executable, '-m', 'course.data', *map(str, args)], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, '-m', 'course.authoring.data', *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True)
 
 
 def test_a_good_copy_is_copied_and_verified(tmp_path):

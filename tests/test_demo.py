@@ -1,9 +1,9 @@
-"""make demo's small class (course.demo.small_class): per step, the perfect, blank and late submissions and a few of
+"""make demo's small class (course.authoring.demo.small_class): per step, the perfect, blank and late submissions and a few of
 the bank's typical mistakes, written as nbgrader reads a late one (timestamp.txt after the demo's due date)."""
 
 from datetime import datetime
 
-from course.demo import DUE, LATE, TYPICAL, bank, sampled, small_class, write_class
+from course.authoring.demo import DUE, LATE, TYPICAL, bank, sampled, small_class, write_class
 from course.layout import notebooks, steps
 
 

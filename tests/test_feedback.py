@@ -1,4 +1,4 @@
-"""course.feedback.FeedbackExporter renders the page that nbconvert's HTMLExporter renders, without its costs; and the
+"""course.reports.feedback.FeedbackExporter renders the page that nbconvert's HTMLExporter renders, without its costs; and the
 page's summary of claims and its offline maths (tests/test_browser.py opens real pages in Chromium)."""
 
 import copy
@@ -10,8 +10,8 @@ from bs4 import BeautifulSoup
 from nbconvert.exporters import HTMLExporter
 
 from course.cells import read
-from course.feedback import NO_ALT, REMEMBERED, SHARED_BYTECODE, ClaimSummary, FeedbackExporter, claim_name
 from course.layout import ROOT
+from course.reports.feedback import NO_ALT, REMEMBERED, SHARED_BYTECODE, ClaimSummary, FeedbackExporter, claim_name
 
 PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
 
@@ -35,8 +35,8 @@ def test_feedback_page_is_html_exporters_page():
 
 # nbconvert's mathjax() macro (MathJax from a CDN) and FeedbackExporter's (MathJax in the page).
 CDN_MATHJAX = re.compile(r'<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->', re.S)
-OWN_MATHJAX = re.compile(r'<!-- MathJax 2, offline: see course/feedback.py -->(\s*<script type="text/javascript">.*?</script>)+',
-                         re.S)
+OWN_MATHJAX = re.compile(r'<!-- MathJax 2, offline: see course/reports/feedback.py -->'
+                         r'(\s*<script type="text/javascript">.*?</script>)+', re.S)
 
 
 def test_the_maths_is_in_the_page_in_place_of_the_cdns_and_the_page_is_otherwise_the_same():

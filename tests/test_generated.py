@@ -13,7 +13,7 @@ REGION = re.compile(r'^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)[ \t]*\n(.*?)^[ \t
 
 
 def test_generated_files_are_up_to_date_with_source():
-    done = subprocess.run([sys.executable, '-m', 'course.build', '--check'], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, '-m', 'course.authoring.build', '--check'], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -179,7 +179,7 @@ def test_every_link_to_this_repository_names_the_configured_one():
     """Every link (Colab's, raw.githubusercontent.com's, github.com's) to a file of this repository, in any committed
     file, names course.toml's repository and branch: a course that forks the repository sets them there, and make build
     points every link at the fork (Step 6's checkpoint URL too)."""
-    from course.build import repo_links
+    from course.authoring.build import repo_links
 
     settings = tomllib.loads((ROOT / 'course.toml').read_text())
     files = subprocess.run(['git', 'ls-files'], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
@@ -201,7 +201,7 @@ def test_every_link_to_this_repository_names_the_configured_one():
 def test_make_build_points_every_link_at_a_fork(tmp_path):
     """A fork sets `github` and `branch` in course.toml: the links to files of this repository follow, the links to
     other projects' files (char-rnn's data) do not."""
-    from course.build import with_course_links
+    from course.authoring.build import with_course_links
 
     (tmp_path / 'course.toml').write_text('github = "someone/fork"\nbranch = "spring"\n')
     (tmp_path / 'release' / 'step6').mkdir(parents=True)

@@ -1,9 +1,10 @@
-"""course.gradebook: the one setting that moves the gradebook from SQLite to PostgreSQL (docs/gradebook.md). No server
+"""course.classroom.gradebook: the one setting that moves the gradebook from SQLite to PostgreSQL (docs/gradebook.md). No server
 here: tests/hub/ grades against a real PostgreSQL."""
 
 import pytest
 
-from course import gradebook, runner
+from course import runner
+from course.classroom import gradebook
 from course.layout import ROOT
 
 

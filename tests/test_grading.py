@@ -9,12 +9,12 @@ import nbformat
 import pytest
 
 from course import runner
-from course.demo import bank, sampled
+from course.authoring.demo import bank, sampled
 from course.layout import autograded_points, notebooks, steps
 
 STEPS = steps()
 BANKS = {step: bank(step) for step in STEPS}
-# The graded class holds a sample of each bank, a mistake and an alternative per graded function (course.demo.sampled):
+# The graded class holds a sample of each bank, a mistake and an alternative per graded function (course.authoring.demo.sampled):
 # grading every bank would not fit make test's budget. make mutants grades, and prints the kill matrix of, whole banks.
 SAMPLES = {step: sampled(step) for step in STEPS}
 MISTAKES = [(step, v) for step, vs in SAMPLES.items() for v in vs if v.caught_by]
@@ -44,8 +44,8 @@ def test_blank_submission_fails_each_test_only_for_the_missing_work(graded, step
     not a NameError or a crash: what a student who runs a test before doing the work sees. (That the solution passes
     every test is make build's execution, which stops at the first error, checked fresh by test_generated and re-run
     by nbval; the browser test presses nbgrader's Validate on the release.)"""
-    from course import results
     from course.cells import STUB_MESSAGE
+    from course.reports import results
 
     failures = results.load(step, 'blank', graded.course)['failures']
     stub = f'NotImplementedError: {STUB_MESSAGE}'
@@ -88,8 +88,8 @@ def test_feedback_shows_each_failed_test_and_its_message_without_hidden_test_sou
     from test_generated import hidden_lines
 
     from course.cells import read
-    from course.feedback import claim_name
     from course.layout import ROOT
+    from course.reports.feedback import claim_name
 
     mistake = BANKS[step].MUTANTS[0]
     name = notebooks(step)[0]
@@ -157,7 +157,7 @@ def test_scores_and_late_penalty_are_those_of_nbgraders_own_export(graded, tmp_p
 
 
 def test_grades_are_those_of_plain_serial_nbgrader_autograde(graded, plain):
-    """course.grade (warm kernels, --jobs at a time, sandboxed, with its repairs and out-of-process checks) gives one
+    """course.grader.grade (warm kernels, --jobs at a time, sandboxed, with its repairs and out-of-process checks) gives one
     demo student per step the score that plain serial `nbgrader autograde` gives, in every test cell."""
     missing = [key for key, cells in plain.items() if cells is None]
     assert not missing, f'plain nbgrader did not grade {missing}'
@@ -186,7 +186,7 @@ def test_without_a_sandbox_make_grade_refuses_before_any_student_code_runs(tmp_p
     (course / 'submitted' / 'alice' / step).mkdir(parents=True)
     nbformat.write(nb, course / 'submitted' / 'alice' / step / name)
     env = {**runner.env(course), 'PATH': str(Path(sys.executable).parent)}  # this venv's commands, and no bwrap
-    done = subprocess.run([sys.executable, '-m', 'course.grade'], cwd=course, env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, '-m', 'course.grader.grade'], cwd=course, env=env, capture_output=True, text=True)
     errors = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode != 0 and len(errors) == 1, f'exit {done.returncode}; stderr:\n{done.stderr}{done.stdout}'
     assert 'apt-get install bubblewrap' in errors[0] and 'make system' in errors[0] and '--no-sandbox' in errors[0], errors
@@ -199,9 +199,10 @@ def test_a_notebook_over_the_budget_is_never_read_nor_graded_and_says_why(tmp_pa
     """A submitted notebook larger than course.cells.NOTEBOOK_BUDGET (here a sparse file: its size, no disk) is
     not read (neither repaired nor sent to a worker) and gets the status 'over budget', naming the file and the budget;
     the student beside it is prepared as usual."""
-    from course import grading, results
     from course.cells import NOTEBOOK_BUDGET, read
+    from course.grader import grading
     from course.layout import ROOT, copy_course
+    from course.reports import results
 
     course = copy_course(tmp_path / 'course')
     step, name = STEPS[0], notebooks(STEPS[0])[0]
@@ -219,13 +220,13 @@ def test_a_notebook_over_the_budget_is_never_read_nor_graded_and_says_why(tmp_pa
 
 
 def test_a_grading_worker_cannot_grow_past_its_memory_limit():
-    """course.grading.limit_memory() (what each grading worker calls first) makes an allocation past
+    """course.grader.grading.limit_memory() (what each grading worker calls first) makes an allocation past
     WORKER_MEMORY fail with MemoryError in that process, instead of the machine running out; without it, the same one
     succeeds (numpy.empty: asked for, never touched)."""
     import subprocess
     import sys
 
-    from course.grading import WORKER_MEMORY
+    from course.grader.grading import WORKER_MEMORY
 
     grow = f'import numpy; numpy.empty({WORKER_MEMORY + (1 << 30)}, numpy.uint8); print("grew")'
     limited = subprocess.run([sys.executable, '-c', f'from course import grading; grading.limit_memory(); {grow}'],

@@ -1,4 +1,5 @@
-"""A Colab class through an LMS (course.lms, course.collect; docs/lms.md): Canvas and Moodle downloads built as each LMS
+"""A Colab class through an LMS (course.classroom.lms, course.classroom.collect; docs/lms.md): Canvas and Moodle
+downloads built as each LMS
 names its files (tests/lmsclass.py) are collected with nbgrader's zip_collect into submitted/, every file not collected
 is listed, hostile zips are refused with one line and nothing collected is lost; then one step of a small class is graded
 and its grades, statuses and late penalties go back as each LMS imports them, checked against nbgrader's own export."""
@@ -13,7 +14,8 @@ from datetime import timedelta, timezone
 import lmsclass as L
 import pytest
 
-from course import lms, runner
+from course import runner
+from course.classroom import lms
 from course.layout import copy_course, notebooks
 
 DUE = '2026-12-01 23:59:00+00:00'
@@ -40,12 +42,12 @@ def course(tmp_path, empty_gradebook):
 
 
 def collect(root, zip_path, name, *flags):
-    """python -m course.collect as make collect runs it, in this process (nbgrader imported once): (exit status, stdout
+    """python -m course.classroom.collect as make collect runs it, in this process (nbgrader imported once): (exit status, stdout
     lines, stderr)."""
     import contextlib
     import io
 
-    from course import collect as command
+    from course.classroom import collect as command
 
     out, err, code = io.StringIO(), io.StringIO(), 0
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.chdir(root):
@@ -109,8 +111,8 @@ def test_without_due_the_step_is_due_when_the_student_readme_says(course, tmp_pa
     into the gradebook, is said in a note, and is what Canvas's late mark is counted from."""
     from nbgrader.api import Gradebook
 
+    from course.classroom.lms import scheduled_due
     from course.layout import settings
-    from course.lms import scheduled_due
 
     due = settings(course)['schedule'][L.STEP]['due']
     code, out, err = collect(course, L.canvas_download(tmp_path / 'canvas.zip'), 'canvas')
@@ -195,7 +197,7 @@ def test_a_name_that_is_not_a_steps_notebook_is_not_guessed(other):
 def names_students_are_told():
     """The file names docs/lms.md's For students section (the student README's text) says are taken, and those it says
     are not: the backquoted names after "taken as Step N:" and after "These are not"."""
-    from course.publish import student_text
+    from course.authoring.publish import student_text
 
     text = ' '.join(student_text('lms').split())
     taken, refused = text.split('taken as ', 1)[1].split('These are not', 1)
@@ -379,7 +381,7 @@ def graded_class(tmp_path_factory):
     """collect (Moodle) -> make grade (one step) -> nbgrader's own export (CsvExportPlugin), in a copy of the course:
     (course, {student: our grades.csv row}, {student: nbgrader's row}, collect's lines)."""
     from classroom import run
-    from course.demo import edited, sampled, solved
+    from course.authoring.demo import edited, sampled, solved
 
     tmp = tmp_path_factory.mktemp('lms')
     root = copy_course(tmp / 'course')

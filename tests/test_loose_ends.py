@@ -13,10 +13,11 @@ import pytest
 import synthetic
 from conftest import can_sandbox
 from corpus import with_code
-from course import classreport, results, runner
+from course import runner
+from course.authoring.demo import edited, solved
 from course.cells import read
-from course.demo import edited, solved
 from course.layout import copy_course, result_path, steps
+from course.reports import classreport, results
 
 # add() hangs on the grader's numbers only (standard normals: long reprs), never on the test cells' (1, 2, -5.5, 5.5...):
 # the notebook runs through, and only the probe, which calls add() on the grader's inputs, meets the cell limit
@@ -34,7 +35,7 @@ def graded(tmp_path_factory):
         shutil.rmtree(root / 'release' / step, ignore_errors=True)
     synthetic.add_to(root)
     env = runner.env(root)
-    done = subprocess.run([sys.executable, '-m', 'course.build'], cwd=root, capture_output=True, text=True, env=env)
+    done = subprocess.run([sys.executable, '-m', 'course.authoring.build'], cwd=root, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     step, name = synthetic.STEP, synthetic.NAME
     perfect = solved(step, name, root)
@@ -46,7 +47,7 @@ def graded(tmp_path_factory):
         (root / 'submitted' / student / step).mkdir(parents=True)
         (root / 'submitted' / student / step / name).write_text(json.dumps(nb))
     unsandboxed = () if can_sandbox() else ('--no-sandbox',)
-    done = subprocess.run([sys.executable, '-m', 'course.grade', '--cell-timeout=5', '--timeout=300', *unsandboxed],
+    done = subprocess.run([sys.executable, '-m', 'course.grader.grade', '--cell-timeout=5', '--timeout=300', *unsandboxed],
                           cwd=root, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return root, done.stdout
@@ -115,7 +116,7 @@ def test_formgrader_pages_load_mathjax_from_the_jupyter_server_not_a_cdn():
     import jupyter_server_mathjax
     from nbconvert.exporters import HTMLExporter
 
-    from course.active_content import _transform_class
+    from course.reports.active_content import _transform_class
 
     loader = jinja2.FileSystemLoader([str(Path(p) / 'base') for p in HTMLExporter().template_paths
                                       if (Path(p) / 'base' / 'mathjax.html.j2').exists()] + HTMLExporter().template_paths)

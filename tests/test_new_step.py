@@ -34,9 +34,9 @@ def course(tmp_path_factory):
             shutil.rmtree(root / 'release' / step, ignore_errors=True)
     (root / 'source' / FIRST / 'instructor' / 'bank.py').unlink()
     synthetic.add_to(root)
-    built = module(root, 'course.build')
-    checked = module(root, 'course.build', '--check')
-    graded = module(root, 'course.grade', '--demo', '--kill-matrix', '--cell-timeout=60', '--timeout=600')
+    built = module(root, 'course.authoring.build')
+    checked = module(root, 'course.authoring.build', '--check')
+    graded = module(root, 'course.grader.grade', '--demo', '--kill-matrix', '--cell-timeout=60', '--timeout=600')
     return root, built, checked, graded
 
 

@@ -88,10 +88,10 @@ def test_sandbox_tests_pass_as_that_account(account):
 
 
 def test_a_demo_class_is_graded_with_warm_kernels_as_that_account(account):
-    """course.grade --demo on the first step's sample of its bank, as the account: warm kernels, sandboxed, and the
+    """course.grader.grade --demo on the first step's sample of its bank, as the account: warm kernels, sandboxed, and the
     perfect submission gets full marks."""
     home, course = account
-    done = as_account(home, course, '.venv/bin/python -m course.grade --demo --sample --step step1', timeout=900)
+    done = as_account(home, course, '.venv/bin/python -m course.grader.grade --demo --sample --step step1', timeout=900)
     out = done.stdout + done.stderr
     assert done.returncode == 0 and 'grading with warm kernels' in out, out[-3000:]
     perfect = next(line for line in done.stdout.splitlines() if line.startswith('perfect '))

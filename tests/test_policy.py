@@ -1,9 +1,9 @@
-"""course.policy is the one statement of the isolation policy: the bubblewrap command line carries every item of it
+"""course.isolation.policy is the one statement of the isolation policy: the bubblewrap command line carries every item of it
 (tests/test_sandbox.py checks, on both kernel kinds, what a kernel actually gets)."""
 
 from pathlib import Path
 
-from course import policy, sandbox
+from course.isolation import policy, sandbox
 
 
 def test_bwrap_argv_applies_every_item_of_the_policy(tmp_path):

@@ -1,4 +1,4 @@
-"""course.preprocessors: CheckCellMetadataOnce (nbgrader's CheckCellMetadata, each cell checked once per process), and
+"""course.grader.preprocessors: CheckCellMetadataOnce (nbgrader's CheckCellMetadata, each cell checked once per process), and
 JudgeProbe's reading of the probe's record."""
 
 import copy
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from nbgrader.preprocessors import CheckCellMetadata
 
-from course import preprocessors
 from course.cells import read, role
+from course.grader import preprocessors
+from course.grader.preprocessors import VALID, CheckCellMetadataOnce, JudgeProbe, OverBudget, read_record
 from course.layout import ROOT, notebooks, steps
-from course.preprocessors import VALID, CheckCellMetadataOnce, JudgeProbe, OverBudget, read_record
 
 
 @pytest.fixture
@@ -145,7 +145,7 @@ def test_outputs_past_the_budget_are_dropped_but_each_cells_first_error_is_kept(
     """RecordedExecute holds a notebook's outputs to max_output_bytes as they arrive (here 100 bytes): later
     outputs are dropped with one note, and OVER_BUDGET says why; but a cell's first error is kept, capped (nbgrader
     scores a test cell by its error: dropping it would give a failed test its points), and a second one is not."""
-    from course.preprocessors import OVER_BUDGET, RecordedExecute
+    from course.grader.preprocessors import OVER_BUDGET, RecordedExecute
 
     def msg(kind, **content):
         return {'msg_type': kind, 'header': {'msg_type': kind}, 'parent_header': {'msg_id': 'm'}, 'content': content}

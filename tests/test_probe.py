@@ -1,5 +1,5 @@
-"""The probe every step shares: its runtime (course/probe.py, sent to the student's kernel as code), the cell AddProbe
-builds from it and a step's probe(), and what reaches the claims (course/claims.py)."""
+"""The probe every step shares: its runtime (course/grader/probe.py, sent to the student's kernel as code), the cell AddProbe
+builds from it and a step's probe(), and what reaches the claims (course/grader/claims.py)."""
 
 import importlib.util
 import inspect
@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from course import policy, preprocessors
-from course import probe as runtime
-from course.claims import Record, Unrecorded, judge
+from course.grader import preprocessors
+from course.grader import probe as runtime
+from course.grader.claims import Record, Unrecorded, judge
+from course.grader.preprocessors import probe_cell, probe_constants, read_record
+from course.isolation import policy
 from course.layout import instructor_module, steps
-from course.preprocessors import probe_cell, probe_constants, read_record
 
 
 def run_cell(code, folder, monkeypatch, notebook=None):
@@ -45,7 +46,7 @@ def test_a_guard_added_to_the_runtime_reaches_every_step(step, tmp_path, monkeyp
              "    self[f'guard.{name}'] = np.asarray(True)\n"
              '    return _unguarded(self, name, fn)\n\n\n'
              'Record.run = _guarded\n')
-    patched = types.ModuleType('course.probe')
+    patched = types.ModuleType('course.grader.probe')
     source = inspect.getsource(runtime)
     exec(compile(source + guard, runtime.__file__, 'exec'), patched.__dict__)
     monkeypatch.setattr(inspect, 'getsource', lambda obj, _real=inspect.getsource: source + guard
@@ -160,7 +161,7 @@ def test_a_missing_or_errored_entry_fails_the_claims_that_read_it_with_the_reaso
 
 
 def test_judge_runs_every_claim_of_a_module_and_says_why_one_fails():
-    from course.claims import claim
+    from course.grader.claims import claim
 
     checks = types.SimpleNamespace()
 

@@ -1,10 +1,10 @@
-"""The live progress of make grade (course.progress): on a terminal one tqdm line; elsewhere plain lines, sparse (a tenth
+"""The live progress of make grade (course.grader.progress): on a terminal one tqdm line; elsewhere plain lines, sparse (a tenth
 of the class, or 30 s, whichever comes first, counted on submissions done, never on a timer), with the statuses so far.
 The fake clock below is the events' own time: no test waits."""
 
 import io
 
-from course.progress import Progress
+from course.grader.progress import Progress
 
 STATUSES = ['graded'] * 90 + ['timeout'] * 7 + ['kernel died'] * 3
 

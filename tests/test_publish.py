@@ -1,4 +1,4 @@
-"""make publish (course.publish): the student repository holds no solution that is not yet due, links only to itself
+"""make publish (course.authoring.publish): the student repository holds no solution that is not yet due, links only to itself
 and the student repository, is the same tree each time, and is never written over a hand edit. Every date is given
 (--now); none is read from the clock."""
 
@@ -11,11 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from course.build import REPO_LINK, _parts
+from course.authoring.build import REPO_LINK, _parts
+from course.authoring.publish import (
+    CPU_INDEX,
+    MANIFEST,
+    STUDENT_TEXT,
+    PublishError,
+    late_rule,
+    main,
+    publish,
+    schedule,
+    student_text,
+)
+from course.authoring.reproduced import own_secret_lines
 from course.cells import read
 from course.layout import ROOT, notebooks, settings, steps
-from course.publish import CPU_INDEX, MANIFEST, STUDENT_TEXT, PublishError, late_rule, main, publish, schedule, student_text
-from course.reproduced import own_secret_lines
 
 WEEK = timedelta(days=7)
 START = datetime(2027, 1, 11, 9, tzinfo=timezone(timedelta(hours=1)))
@@ -59,7 +69,7 @@ def text_of(path):
 
 def leaks(tree, not_due):
     """{file: {step: [lines]}}: the lines of each not-due step's solution regions, hidden tests and written answers
-    (course.reproduced.secret_lines: its model answers and rubrics) found anywhere in the files under tree, leaving out
+    (course.authoring.reproduced.secret_lines: its model answers and rubrics) found anywhere in the files under tree, leaving out
     the lines that the step's own release shows anyway, or an earlier step wrote (own_secret_lines)."""
     secret = {s: own_secret_lines(s) for s in not_due}
     found = {}
@@ -328,7 +338,7 @@ def test_a_future_now_is_refused_unless_written_elsewhere(tmp_path):
 def test_anything_still_naming_this_repository_is_refused(tmp_path, monkeypatch):
     """A mention of this repository that relinking did not point at the student repository (a link to its front page,
     say) stops publishing, naming the file."""
-    import course.publish as P
+    import course.authoring.publish as P
 
     c = settings(ROOT)
     monkeypatch.setattr(P, 'local_requirements', lambda root: f'# from https://github.com/{c["github"]}\n')
@@ -387,7 +397,7 @@ def test_an_out_that_is_a_file_is_refused(tmp_path):
 def test_a_schedule_that_is_no_table_and_a_course_toml_that_is_no_toml_are_refused(tmp_path, capsys, monkeypatch):
     with pytest.raises(PublishError, match=r'^course.toml: schedule should be a table'):
         schedule({**MID, 'schedule': 3})
-    import course.publish as P
+    import course.authoring.publish as P
 
     broken = tmp_path / 'course.toml'
     broken.write_text('[publish\n')

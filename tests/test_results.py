@@ -1,8 +1,8 @@
-"""course.results: the status of a submission is a pure function of its record (no log text), one case per status."""
+"""course.reports.results: the status of a submission is a pure function of its record (no log text), one case per status."""
 
 import pytest
 
-from course.results import STATUSES, label, new, status
+from course.reports.results import STATUSES, label, new, status
 
 
 def record(**fields):

@@ -1,6 +1,7 @@
 """The grading kernel's sandbox: each test runs student code in it, as nbgrader autograde does, in a fake course, and
-checks one guarantee, twice: in a kernel started cold in a sandbox of its own (course.sandbox), and in a warm kernel
-forked by a kernel server (course.warm, what course.grade uses). One fake course and one warm server serve a whole module
+checks one guarantee, twice: in a kernel started cold in a sandbox of its own (course.isolation.sandbox), and in a warm kernel
+forked by a kernel server (course.isolation.warm, what course.grader.grade uses). One fake course and one warm server
+serve a whole module
 (each test gets a student folder of its own, as each submission does); every test also checks that nothing it started is
 left running."""
 
@@ -28,7 +29,8 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute
 
 from conftest import NO_SANDBOX, can_sandbox, running
-from course import cgroups, policy, runner, sandbox, warm
+from course import runner
+from course.isolation import cgroups, policy, sandbox, warm
 from course.layout import ROOT, notebooks, steps
 
 SECRET = 'SOLUTION-ONLY-IN-SOURCE'
@@ -94,9 +96,9 @@ def kernels(request, tmp_path_factory):
     with contextlib.ExitStack() as stack:
         if request.param == 'warm':
             sock = stack.enter_context(warm.server(root))
-            args, launcher = (lambda folder: warm.kernel_config(sock)), 'course.warm'
+            args, launcher = (lambda folder: warm.kernel_config(sock)), 'course.isolation.warm'
         else:
-            args, launcher = sandbox.kernel_config, 'course.sandbox'
+            args, launcher = sandbox.kernel_config, 'course.isolation.sandbox'
         server = set(running(str(base)))  # the warm kernel server's processes (pid and command line: it names the course)
         yield SimpleNamespace(base=base, root=root, args=args, launcher=launcher, warm=request.param == 'warm',
                               left=lambda: [line for line in running(str(base)) if line not in server],
@@ -181,7 +183,7 @@ def kernel(course, timeout=20, student=None, extra=()):
 
 
 def test_kernel_gets_the_whole_policy_and_its_extra_arguments(course):
-    """course.policy, as the kernel sees it: every resource limit, the size of each tmpfs cover, the hostname, the
+    """course.isolation.policy, as the kernel sees it: every resource limit, the size of each tmpfs cover, the hostname, the
     kernel arguments, and the extra arguments nbgrader passes (which the warm launcher once dropped)."""
     extra = '--IPKernelApp.log_level=WARN'
     with kernel(course, extra=[extra]) as run:
@@ -256,7 +258,7 @@ def test_what_it_writes_in_its_folder_is_capped_and_gone_with_it_but_the_record(
 
 
 def test_memory_and_processes_are_capped_in_total_per_kernel(course):
-    """policy.TOTALS, through a cgroup of the kernel's own (course.cgroups), beneath the grader's and gone with the
+    """policy.TOTALS, through a cgroup of the kernel's own (course.isolation.cgroups), beneath the grader's and gone with the
     kernel: three processes that each stay under the per-process LIMITS but together touch more than TOTALS['memory']
     do not all live; forks stop at TOTALS['pids'], below LIMITS['nproc'] (which alone would let them go on)."""
     trial = cgroups.Cgroup.make('trial-of-the-test')
@@ -497,7 +499,7 @@ def test_kernel_runs_as_a_user_of_its_own_without_capabilities_or_the_servers_so
 
 def test_links_and_fifos_the_kernel_makes_never_reach_nbgrader(course):
     """The launcher exits (and nbgrader goes on) only once the sandbox is gone, and with it the folder's cover and all
-    the kernel made there; cwd holds only files and folders (course.sandbox.sanitize(), a second guard)."""
+    the kernel made there; cwd holds only files and folders (course.isolation.sandbox.sanitize(), a second guard)."""
     (course.root / 'victim.txt').write_text(SECRET)
     with kernel(course) as run:
         run("import os\nos.symlink('../../../victim.txt', 'graded.ipynb')\nos.mkfifo('fifo')\nos.makedirs('sub')\n"

@@ -3,11 +3,11 @@ found, with no per-step code. A step without a bank of mistakes fails here, sayi
 
 import pytest
 
+from course.authoring.demo import bank, demo_class
+from course.authoring.reproduced import drifts, reproduced, shown_lines
 from course.cells import read, role
-from course.claims import judge
-from course.demo import bank, demo_class
+from course.grader.claims import judge
 from course.layout import INSTRUCTOR, ROOT, autograded_points, instructor_module, notebooks, steps
-from course.reproduced import drifts, reproduced, shown_lines
 
 RESERVED = {'perfect', 'blank'}
 
@@ -93,7 +93,7 @@ def test_every_reproduced_definition_equals_the_step_that_teaches_it():
     """A step re-creates what it needs from earlier steps ("Steps 1-5, reproduced"). Each function or class it defines
     under a name an earlier step defined must be that step's code (its solution, for a task), docstrings aside: Step 6 is
     built from the parts Step 5 taught, and a fix in one step cannot leave a stale copy in another. A task that asks
-    students to write a name again is theirs to write, and is not compared (course.reproduced, which publishing also
+    students to write a name again is theirs to write, and is not compared (course.authoring.reproduced, which publishing also
     reads to know which earlier solutions a release shows)."""
     found = drifts()
     assert not found, 'reproduced code drifted from its source step (copy the source step\'s code):\n' + '\n'.join(found)
@@ -101,7 +101,7 @@ def test_every_reproduced_definition_equals_the_step_that_teaches_it():
 
 def test_the_reproduced_solutions_are_the_ones_the_text_shows():
     """Publishing opens a step only once every step whose solution its release shows is past due, and finds those steps
-    from the definitions each step is given (course.reproduced.reproduced). The text itself agrees: the earlier steps
+    from the definitions each step is given (course.authoring.reproduced.reproduced). The text itself agrees: the earlier steps
     whose solution lines (not shown by their own release) a release shows are exactly those; a reproduced line outside
     a def or class (which the definitions would miss) fails here, naming the lines."""
     by_definitions, by_text = reproduced(), shown_lines()

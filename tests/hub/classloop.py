@@ -1,6 +1,6 @@
 """A class run through nbgrader's exchange, as its people run it (tests/hub/test_exchange.py and test_load.py): the
 instructor (root, in a copy of the course) releases and collects with the nbgrader command, grades with the course's own
-grader (python -m course.grade: sandboxed, warm kernels, feedback pages, class report) and releases the feedback; each
+grader (python -m course.grader.grade: sandboxed, warm kernels, feedback pages, class report) and releases the feedback; each
 student, a real Unix user, fetches, works and submits with the nbgrader command as themselves."""
 
 import json
@@ -12,8 +12,9 @@ from pathlib import Path
 import hubkit
 import nbformat
 
-from course import gradebook, runner
-from course.demo import edited, sampled, solved
+from course import runner
+from course.authoring.demo import edited, sampled, solved
+from course.classroom import gradebook
 from course.layout import copy_course, notebooks
 
 
@@ -33,8 +34,8 @@ class Course:
         return done.stdout + done.stderr
 
     def grade(self, *flags, timeout=1200):
-        """python -m course.grade, as make grade runs it; its output. Fails with the output if it fails."""
-        done = subprocess.run([sys.executable, '-m', 'course.grade', '--cell-timeout=60', '--timeout=600', *flags],
+        """python -m course.grader.grade, as make grade runs it; its output. Fails with the output if it fails."""
+        done = subprocess.run([sys.executable, '-m', 'course.grader.grade', '--cell-timeout=60', '--timeout=600', *flags],
                               cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout)
         assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
         return done.stdout + done.stderr
@@ -89,7 +90,7 @@ print(json.dumps({d.name: {f.name: f.read_text() for f in d.iterdir() if f.suffi
 
 
 def work_for(step, kind):
-    """{notebook name: notebook} a student hands in: 'solution' (every answer from the source, as course.demo makes
+    """{notebook name: notebook} a student hands in: 'solution' (every answer from the source, as course.authoring.demo makes
     the perfect submission) or 'mistake' (the first mistake of the step's bank)."""
     out = {}
     for name in notebooks(step):

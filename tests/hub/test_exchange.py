@@ -16,7 +16,7 @@ import pytest
 from classloop import Course, Student, in_parallel, mistake_cells, theirs, work_for
 from hubkit import NO_SANDBOX
 
-from course import sandbox
+from course.isolation import sandbox
 from course.layout import autograded_points, notebooks, steps
 
 # Every step of source/ (CI); HUB_STEPS="step1 step4" runs the loop on those only, for a quicker run by hand.
@@ -65,7 +65,7 @@ def loop(tmp_path_factory, unix_users, user_python, exchange, postgres):
         late(step)
     for step in STEPS:
         course.nbgrader('collect', step)
-    graded = course.grade()
+    graded = course.grader.grade()
     for step in STEPS:  # (two release_feedback at once: one fails making the exchange's feedback folder)
         course.nbgrader('release_feedback', step)
     in_parallel([lambda s=students[role]: s.fetch_feedback(*STEPS) for role in ('ontime', 'mistake', 'twice', 'late')])
@@ -128,7 +128,7 @@ def test_scores_are_those_of_nbgraders_own_export(loop):
     """raw score, late penalty, score and timestamp of every student and step, ours (grades.csv) against nbgrader's
     CsvExportPlugin on the same gradebook."""
     ours, theirs = loop['ours'], loop['theirs']
-    # (course.grade prepares every step of source/, so the gradebook has them all, whichever STEPS the class submitted)
+    # (course.grader.grade prepares every step of source/, so the gradebook has them all, whichever STEPS the class submitted)
     assert set(ours) == set(theirs) and {k for k in ours if k[0] in STEPS} == {(step, i) for step in STEPS
                                                                              for i in loop['ids'].values()}, sorted(ours)
     differ = [(k, c, ours[k][c], theirs[k][c]) for k in theirs for c in ('raw_score', 'late_submission_penalty', 'score')

@@ -17,7 +17,7 @@ def test_a_student_runs_nbgrader_with_the_global_config(unix_users, user_python,
 def test_postgres_lets_the_grader_in_and_keeps_a_student_out(unix_users, user_python, postgres, monkeypatch):
     import sqlalchemy
 
-    from course import gradebook
+    from course.classroom import gradebook
 
     monkeypatch.setenv(gradebook.ENV, postgres.database('fixtures'))
     url = gradebook.url()  # the course's one setting, as nbgrader_config.py reads it: root connects through psycopg 3

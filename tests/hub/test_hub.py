@@ -5,7 +5,7 @@ and the hub). As root.
 The journey, in headless Chromium: a student logs in with their Unix password (PAM), fetches Step 4 in the Assignments
 tab, types Head's solution (from source/step4's solution cell) into the notebook, validates and submits; the instructor
 logs in, opens the formgrader from the course list (a hub service running in the instructor's course directory, framed
-in its JupyterLab: nbgrader #1870) and collects; grades with the course's own grader (python -m course.grade, as the
+in its JupyterLab: nbgrader #1870) and collects; grades with the course's own grader (python -m course.grader.grade, as the
 instructor, in the course directory); releases the feedback from the formgrader; the student fetches the feedback and
 reads their score on its page. Each test checks one claim about what was seen. Screenshots: test-artifacts/hub/.
 
@@ -132,7 +132,7 @@ def formgrader_frame(page):
 
 @pytest.fixture(scope='module')
 def instructor_journey(browser, student_journey, hub, classroom):
-    """The instructor: logs in, opens the formgrader from the course list, collects; grades with python -m course.grade
+    """The instructor: logs in, opens the formgrader from the course list, collects; grades with python -m course.grader.grade
     in the course directory, as the instructor; releases the feedback from the formgrader."""
     seen = {}
     context, page = log_in(browser, hub, classroom.instructor)
@@ -153,7 +153,7 @@ def instructor_journey(browser, student_journey, hub, classroom):
     shoot(page, '08-formgrader-collected')
     frame.locator('#success-modal button', has_text='OK').or_(frame.locator('#success-modal .close')).first.click()
 
-    done = classroom.instructor_run(['python', '-m', 'course.grade', '--step', STEP], 'python -m course.grade')
+    done = classroom.instructor_run(['python', '-m', 'course.grader.grade', '--step', STEP], 'python -m course.grader.grade')
     seen['grade_output'] = done.stdout + done.stderr
 
     frame.goto(frame.url)

@@ -11,8 +11,8 @@ import pytest
 from classloop import Course, Student, in_parallel, read_csv, work_for
 from hubkit import NO_SANDBOX
 
-from course import sandbox
 from course.cells import role
+from course.isolation import sandbox
 from course.layout import autograded_points, steps
 
 STEP = steps()[0]
@@ -44,7 +44,7 @@ def load(tmp_path_factory, unix_users, user_python, exchange, postgres):
     seconds = time.monotonic() - start
     print(f'\n{CLASS} submissions through the exchange in {seconds:.1f} s (6 at a time)')
     course.nbgrader('collect', STEP)
-    out = course.grade('--step', STEP)
+    out = course.grader.grade('--step', STEP)
     return {'course': course, 'students': [s.user.name for s in students], 'inbound': course.inbound(), 'out': out,
             'rows': read_csv(course.root / 'grades.csv', ('step', 'student_id'))}
 

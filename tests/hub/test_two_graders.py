@@ -1,4 +1,4 @@
-"""Two graders at once on one PostgreSQL gradebook: the course's grader (python -m course.grade, its --jobs workers)
+"""Two graders at once on one PostgreSQL gradebook: the course's grader (python -m course.grader.grade, its --jobs workers)
 autogrades one step while a teaching assistant enters manual grades and comments for the written answers of another
 step through the formgrader's own REST API, in a real Jupyter server started from the course (what the formgrader's
 page sends when a grader types a score). Nothing is lost (every score and comment the assistant entered last is in the
@@ -20,8 +20,8 @@ import pytest
 from classloop import Course, read_csv
 from hubkit import NO_SANDBOX
 
-from course import sandbox
-from course.demo import demo_class, sampled, write_class
+from course.authoring.demo import demo_class, sampled, write_class
+from course.isolation import sandbox
 from course.layout import autograded_points, steps
 
 GRADED, MANUAL = steps()[0], steps()[1]  # the step the course's grader grades; the step the assistant grades by hand
@@ -104,14 +104,14 @@ def race(tmp_path_factory, postgres):
         if student in ('perfect', 'blank'):
             cls[student].update(work)
     write_class(cls, course.root / 'submitted')
-    course.grade('--step', MANUAL)  # the assistant's step, graded before: its answers await a human
+    course.grader.grade('--step', MANUAL)  # the assistant's step, graded before: its answers await a human
     before = snapshot(db_url)
     home = base / 'jupyter'
     home.mkdir()
     url, token, server, log = start_formgrader(course, home)
     try:
         answers, comment_ids = to_grade(url, token)
-        grading = subprocess.Popen([sys.executable, '-m', 'course.grade', '--cell-timeout=60', '--timeout=600',
+        grading = subprocess.Popen([sys.executable, '-m', 'course.grader.grade', '--cell-timeout=60', '--timeout=600',
                                     '--step', GRADED], cwd=course.root, env=course.env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True)
         entered, comments, during, rounds = {}, {}, 0, 0

@@ -1,7 +1,7 @@
 """Step 1's bank (the vocabulary, encode and decode, the byte-pair encoder, the split, get_batch, counts and entropy):
 realistic mistakes, each with the test cells meant to catch it, and correct alternatives (course.demo.Variant)."""
 
-from course.demo import Variant, in_cell
+from course.authoring.demo import Variant, in_cell
 
 VOCAB_RETURN = 'return sorted(set(text))'
 ENCODE_BODY = """    try:

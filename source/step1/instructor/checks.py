@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from course.claims import claim
+from course.grader.claims import claim
 
 VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # sorted(set(text)) of the sha256-fixed data
 H_TEXT = 4.779353271961856  # the unigram entropy of the whole text, in bits

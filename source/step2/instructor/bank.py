@@ -1,7 +1,7 @@
 """Step 2's bank (bigram counts and probabilities, the NLL, the bigram model, sampling and training): realistic mistakes,
-each with the test cells meant to catch it, and correct alternatives (course.demo.Variant)."""
+each with the test cells meant to catch it, and correct alternatives (course.authoring.demo.Variant)."""
 
-from course.demo import Variant
+from course.authoring.demo import Variant
 
 PAIR = 'pair = d[:-1] * V + d[1:]'
 SPLIT = "d = {'train': train_data, 'val': val_data}[split]"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from course.claims import claim
+from course.grader.claims import claim
 
 V = 65
 ROOT = Path(__file__).resolve().parents[3]  # the course: source/step2/instructor/checks.py

@@ -1,7 +1,7 @@
 """Step 3's bank (the three running means and the bag-of-words model): realistic mistakes, each with the test cells meant
-to catch it, and correct alternatives (course.demo.Variant)."""
+to catch it, and correct alternatives (course.authoring.demo.Variant)."""
 
-from course.demo import Variant
+from course.authoring.demo import Variant
 
 LOOP = 'average_loop'
 TRIL = 'average_tril'

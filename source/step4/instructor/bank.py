@@ -1,5 +1,5 @@
 """Step 4's bank: realistic mistakes, each with the test cells meant to catch it, and correct alternatives
-(course.demo.Variant).
+(course.authoring.demo.Variant).
 
 Every graded function has its own mistakes: Head (the head cell), score_stats, causal_softmax and softmax_then_zero (the
 maskings cell), token_perm_gap, gaussian_scores and score_rank. They are what students who half-remember a definition
@@ -7,7 +7,7 @@ write: the wrong std, the wrong axis, the wrong norm, a mask off by one, a float
 that never computes what it names.
 """
 
-from course.demo import Variant, in_cell
+from course.authoring.demo import Variant, in_cell
 
 SCALE = 'scores = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5'
 MASK = "scores = scores.masked_fill(self.tril[:T, :T] == 0, float('-inf'))"

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course.claims import claim, expect_causal, expect_causal_at_every_position, tolerance
+from course.grader.claims import claim, expect_causal, expect_causal_at_every_position, tolerance
 
 D, HS, T, B = 32, 16, 8, 4
 HEAD_CASES = [  # (B, T, block_size, d, head_size, causal, dtype, input scale, tolerance), as in head_matches_sdpa_reference

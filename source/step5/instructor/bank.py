@@ -1,7 +1,7 @@
 """Step 5's bank (multi-head attention, LayerNorm, the feed-forward map, the block and the parameter counts): realistic
-mistakes, each with the test cells meant to catch it, and correct alternatives (course.demo.Variant)."""
+mistakes, each with the test cells meant to catch it, and correct alternatives (course.authoring.demo.Variant)."""
 
-from course.demo import Variant, in_cell
+from course.authoring.demo import Variant, in_cell
 
 SLOPE_U = 'u = torch.log(torch.as_tensor(xs, dtype=torch.float64))  # (n,)'
 SLOPE_W = 'w = torch.log(torch.as_tensor(ys, dtype=torch.float64))  # (n,)'

@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course.claims import claim, expect_causal, expect_causal_at_every_position, relative_gap
+from course.grader.claims import claim, expect_causal, expect_causal_at_every_position, relative_gap
 
 D, H, T, B = 32, 4, 8, 4
 MHA_CASES = [  # (d, n_head, block_size, T, B, dtype, relative tolerance)

@@ -1,7 +1,7 @@
 """Step 6's bank (get_batch, sampling, the GPT, its initialisation and generate, its training step and loss estimates):
-realistic mistakes, each with the test cells meant to catch it, and correct alternatives (course.demo.Variant)."""
+realistic mistakes, each with the test cells meant to catch it, and correct alternatives (course.authoring.demo.Variant)."""
 
-from course.demo import Variant
+from course.authoring.demo import Variant
 
 
 def cell(gid, *edits):

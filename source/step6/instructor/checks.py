@@ -12,7 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course.claims import claim, expect_causal
+from course.grader.claims import claim, expect_causal
 
 STEP = Path(__file__).resolve().parent.parent  # source/step6
 ROOT = STEP.parent.parent

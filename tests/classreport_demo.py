@@ -1,8 +1,8 @@
-"""The class report that `make grade` writes (course.classreport), as written by the graded class's run of course.grade
-(conftest's `graded`: the demo class of every step, the synthetic one's too, with the damaged, broken and hostile corpus):
-each of the bank's mistakes is a top failure message of the cells meant to catch it, and the page, opened in Chromium,
-shows its figures, runs nothing and loads nothing. Collected through tests/test_grading.py, on the worker that grades
-the class once."""
+"""The class report that `make grade` writes (course.reports.classreport), as written by the graded class's run of
+course.grader.grade (conftest's `graded`: the demo class of every step, the synthetic one's too, with the damaged,
+broken and hostile corpus): each of the bank's mistakes is a top failure message of the cells meant to catch it, and
+the page, opened in Chromium, shows its figures, runs nothing and loads nothing. Collected through
+tests/test_grading.py, on the worker that grades the class once."""
 
 import base64
 import io

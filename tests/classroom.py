@@ -1,5 +1,5 @@
 """The class that tests/test_grading.py and tests/submissions.py (collected through it) grade once, together, through
-the real command (python -m course.grade): for every step, its demo class and its damaged, broken and hostile corpus
+the real command (python -m course.grader.grade): for every step, its demo class and its damaged, broken and hostile corpus
 (the grader's own cases on the synthetic step, tests/synthetic.py, added to the course for them); and one demo student
 per step graded by plain serial nbgrader, to compare with."""
 

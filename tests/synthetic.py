@@ -105,10 +105,10 @@ def add_to(course):
 
 
 def built(course):
-    """Add the synthetic step to the course at course (a copy: course.layout.copy_course) with its release/ as `make build`
-    writes it (course.build's nbgrader converters): built in a scratch course of the step alone beside it (course.build
-    in the course itself would build every other step again), without executing its solution (test_new_step.py checks
-    that), then copied in."""
+    """Add the synthetic step to the course at course (a copy: course.layout.copy_course) with its release/ as `make
+    build` writes it (course.authoring.build's nbgrader converters): built in a scratch course of the step alone
+    beside it (course.authoring.build in the course itself would build every other step again), without executing its
+    solution (test_new_step.py checks that), then copied in."""
     from course import runner
 
     scratch = course.parent / f'{course.name}-{STEP}'
@@ -116,7 +116,7 @@ def built(course):
     for name in ('nbgrader_config.py', 'course.toml'):
         shutil.copy(course / name, scratch / name)
     add_to(scratch)
-    build = 'from course.build import ROOT, build; build(ROOT, run=False)'
+    build = 'from course.authoring.build import ROOT, build; build(ROOT, run=False)'
     done = subprocess.run([sys.executable, '-c', build], cwd=scratch, capture_output=True, text=True, env=runner.env(scratch))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     add_to(course)

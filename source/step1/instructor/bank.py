@@ -1,5 +1,5 @@
 """Step 1's bank (the vocabulary, encode and decode, the byte-pair encoder, the split, get_batch, counts and entropy):
-realistic mistakes, each with the test cells meant to catch it, and correct alternatives (course.demo.Variant)."""
+realistic mistakes, each with the test cells meant to catch it, and correct alternatives (course.authoring.demo.Variant)."""
 
 from course.authoring.demo import Variant, in_cell
 

@@ -1,6 +1,6 @@
 """Step 1's claims, judged outside the student's kernel: the vocabulary, encode and decode, the byte-pair encoder, the
-split, get_batch, and the entropy of the characters (the kit: course/claims.py; the runtime the probe runs in:
-course/probe.py)."""
+split, get_batch, and the entropy of the characters (the kit: course/grader/claims.py; the runtime the probe runs in:
+course/grader/probe.py)."""
 
 import math
 from pathlib import Path

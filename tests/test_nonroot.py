@@ -4,13 +4,17 @@ Makefile, runs the sandbox tests, and grades a demo class. Run as a user already
 module skips.
 
 The account keeps its venv between runs (~course-instructor/course/.venv): it is rebuilt when requirements.txt changes,
-as the Makefile does for anyone."""
+as the Makefile does for anyone. It builds it from a wheelhouse beside it (~course-instructor/wheels), with pip's index
+turned off: the account downloads nothing. Root fills the wheelhouse first with `pip wheel` of requirements.txt, as its
+own venv was built (the same pip settings), offline from the wheelhouse itself when it holds them all (every run after
+the first, until requirements.txt changes), and with torch held to its CPU build."""
 
 import os
 import pwd
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,13 +31,37 @@ pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason='not root: this whole
               pytest.mark.skipif(not can_sandbox(), reason=NO_SANDBOX)]
 
 
-def as_account(home, cwd, command, timeout):
-    """Run command (a shell line) as ACCOUNT in cwd, with a plain user's environment; the CompletedProcess."""
+def as_account(home, cwd, command, timeout, pip=()):
+    """Run command (a shell line) as ACCOUNT in cwd, with a plain user's environment (and pip, extra PIP_... settings);
+    the CompletedProcess."""
     env = ['env', '-i', f'HOME={home}', f'USER={ACCOUNT}', f'LOGNAME={ACCOUNT}', 'PATH=/usr/local/bin:/usr/bin:/bin',
            'LANG=C.UTF-8', *(f'{k}={os.environ[k]}' for k in ('PIP_INDEX_URL', 'PIP_EXTRA_INDEX_URL', 'PIP_FIND_LINKS',
-                                                              'PIP_NO_INDEX') if k in os.environ)]
+                                                              'PIP_NO_INDEX') if k in os.environ), *pip]
     return subprocess.run(['runuser', '-u', ACCOUNT, '--', *env, 'sh', '-c', f'cd {cwd} && {command}'],
                           capture_output=True, text=True, timeout=timeout)
+
+
+# torch's CPU build, the one requirements.txt means (its pin, 2.13.0, alone also matches the multi-GB CUDA build on PyPI)
+CPU_TORCH = 'torch==2.13.0+cpu'
+
+
+def wheelhouse(folder):
+    """folder filled with a wheel of every package requirements.txt installs (pip wheel, as root, with root's pip
+    settings: the ones its own venv was built with), for the account's offline install; the wheels already there are
+    reused: offline from folder alone when it holds them all, else with the index for what it lacks. torch is held to its
+    CPU build (a constraint): where pip cannot find that, this fails before downloading any other."""
+    folder.mkdir(exist_ok=True)
+    pins = [line.split('#')[0].strip() for line in (ROOT / 'requirements.txt').read_text().splitlines()]
+    torch = [pin for pin in pins if pin.startswith('torch==')]
+    assert torch and CPU_TORCH.startswith(torch[0]), f'requirements.txt pins {torch}, not the version of {CPU_TORCH}'
+    (folder / 'constraints.txt').write_text(f'{CPU_TORCH}\n')
+    wheel = [sys.executable, '-m', 'pip', 'wheel', '--quiet', '--disable-pip-version-check', '--wheel-dir', str(folder),
+             '--find-links', str(folder), '--constraint', str(folder / 'constraints.txt'), '-r', str(ROOT / 'requirements.txt')]
+    done = subprocess.run([*wheel, '--no-index'], capture_output=True, text=True)
+    if done.returncode:  # the wheelhouse lacks some (the first run, or requirements.txt changed): fetched, the rest reused
+        done = subprocess.run(wheel, capture_output=True, text=True)
+    assert done.returncode == 0, f'pip wheel into {folder} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}'
+    return folder
 
 
 @pytest.fixture(scope='module')
@@ -59,7 +87,13 @@ def account():
     for path in [home, data, course, *course.rglob('*')]:
         if not path.is_symlink():
             os.chown(path, user.pw_uid, user.pw_gid)
-    done = as_account(home, course, f'make data PYTHON={SYSTEM_PYTHON} DATA={data}', timeout=1200)
+    # root's, readable by the account; filled only when make will build the venv (its rule: requirements.txt newer than
+    # .venv/.installed): resolving 150 pins, even offline, took about 15 s of CPU (5 min at a load average of 25)
+    installed = course / '.venv' / '.installed'
+    fresh = installed.exists() and installed.stat().st_mtime >= (course / 'requirements.txt').stat().st_mtime
+    wheels = home / 'wheels' if fresh else wheelhouse(home / 'wheels')
+    done = as_account(home, course, f'make data PYTHON={SYSTEM_PYTHON} DATA={data}', timeout=1200,
+                      pip=['PIP_NO_INDEX=1', f'PIP_FIND_LINKS={wheels}', f'PIP_CONSTRAINT={wheels}/constraints.txt'])
     assert done.returncode == 0, f'make data as {ACCOUNT} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}'
     return home, course
 

@@ -42,7 +42,20 @@ KV_CAT_V = 'v = torch.cat([past[1], v], dim=1)'
 KV_RETURN = 'return A @ v, (k, v)'
 KV_POS = 'pos = model.position_embedding_table(torch.arange(P, P + n, device=idx.device))'
 ROWS = 'i = torch.arange(offset, T)'
+PG_PARAMS = 'params = list(model.parameters())'
+PG_SPLIT = '''    decay = [p for p in params if p.dim() >= 2]  # (out,in) weights, (V,d) and (block_size,d) tables
+    no_decay = [p for p in params if p.dim() < 2]  # (d,) biases, LayerNorm gains and shifts
+'''
+PG_RETURN = "return [{'params': decay, 'weight_decay': weight_decay}, {'params': no_decay, 'weight_decay': 0.0}]"
+LR_WARM = 'return max_lr * (it + 1) / warmup'
+LR_FLOOR = '    if it > max_iters:\n        return min_lr\n'
+LR_PROGRESS = 'progress = (it - warmup) / (max_iters - warmup)'
+LR_COS = 'return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)'
 
+DECAY = ('param_groups_decay_matrices_and_embeddings_only',)
+ONCE = ('param_groups_hold_each_parameter_once',)
+WARMUP = ('lr_at_warms_up_linearly',)
+COSINE = ('lr_at_decays_by_cosine_to_min_lr',)
 GPT_REF = ('gpt_loss_matches_cross_entropy', 'trained_checkpoint_runs_in_your_gpt')
 TRAINED = ('trained_checkpoint_runs_in_your_gpt', 'a_previous_character_head_exists')
 SAMPLING = ('sample_matches_softmax_over_tau',)
@@ -209,6 +222,37 @@ MUTANTS = [
             ('estimate_loss_averages_fixed_held_out_batches',)),
     Variant('estimate_keeps_the_last_batch_only', cell('estimate_loss', (MEAN, 'out[split] = losses[-1]')),
             ('estimate_loss_averages_fixed_held_out_batches',)),
+    # param_groups: judged on a stand-in model with every kind of parameter and a tied weight
+    Variant('decay_chosen_by_name', cell('param_groups', (PG_SPLIT, '''    named = list(model.named_parameters())
+    decay = [p for n, p in named if n.endswith('weight')]  # LayerNorm gains are called weight too
+    no_decay = [p for n, p in named if not n.endswith('weight')]
+''')), DECAY),
+    Variant('decay_inverted', cell('param_groups', (PG_SPLIT, '''    decay = [p for p in params if p.dim() < 2]
+    no_decay = [p for p in params if p.dim() >= 2]
+''')), DECAY),
+    Variant('only_linear_weights_decayed', cell('param_groups', (PG_SPLIT, '''    decay = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]  # embeddings left out
+    no_decay = [p for p in params if all(p is not q for q in decay)]
+''')), DECAY),
+    Variant('no_decay_group_gets_adamw_default', cell('param_groups', (PG_RETURN, "return [{'params': decay, 'weight_decay': weight_decay}, {'params': no_decay}]")),
+            DECAY),
+    Variant('both_groups_decayed',
+            cell('param_groups', (PG_RETURN, "return [{'params': decay, 'weight_decay': weight_decay}, {'params': no_decay, 'weight_decay': weight_decay}]")),
+            DECAY),
+    Variant('no_decay_group_left_out', cell('param_groups', (PG_RETURN, "return [{'params': decay, 'weight_decay': weight_decay}]")), ONCE),
+    Variant('tied_weight_listed_twice',
+            cell('param_groups', (PG_PARAMS, 'params = [p for m in model.modules() for p in m.parameters(recurse=False)]')), ONCE),
+    # lr_at
+    Variant('warmup_starts_at_zero', cell('lr_at', (LR_WARM, 'return max_lr * it / warmup')), WARMUP),
+    Variant('warmup_one_step_too_long', cell('lr_at', ('if it < warmup:', 'if it <= warmup:')), COSINE),
+    Variant('cosine_over_the_whole_run', cell('lr_at', (LR_PROGRESS, 'progress = it / max_iters')), COSINE),
+    Variant('cosine_without_the_half', cell('lr_at', (LR_COS, 'return min_lr + (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)')),
+            COSINE),
+    Variant('cosine_decays_to_zero', cell('lr_at', (LR_COS, 'return 0.5 * (1 + math.cos(math.pi * progress)) * max_lr')), COSINE),
+    Variant('linear_decay_not_cosine', cell('lr_at', (LR_COS, 'return max_lr - progress * (max_lr - min_lr)')), COSINE),
+    Variant('no_floor_after_max_iters', cell('lr_at', (LR_FLOOR, '')), COSINE),
+    Variant('schedule_returns_a_tensor',
+            cell('lr_at', (LR_COS, 'return min_lr + 0.5 * (1 + torch.cos(torch.tensor(math.pi * progress))) * (max_lr - min_lr)')),
+            COSINE),
     # weight_at_offset
     Variant('offset_rows_wrap_around', cell('weight_at_offset', (ROWS, 'i = torch.arange(0, T)')),
             ('weight_at_offset_on_hand_made_maps', 'a_previous_character_head_exists')),
@@ -269,6 +313,19 @@ ALTERNATIVES = [
     Variant('alt_kv_length_from_any_entry',
             cell('forward_cached', ('P = cache[(0, 0)][0].shape[1] if cache else 0',
                                     'P = next(iter(cache.values()))[1].size(1) if len(cache) else 0'))),
+    Variant('alt_groups_no_decay_first',
+            cell('param_groups', (PG_RETURN, "return [{'params': no_decay, 'weight_decay': 0.0}, {'params': decay, 'weight_decay': weight_decay}]"))),
+    Variant('alt_groups_by_ndim_and_ids',
+            cell('param_groups', (PG_SPLIT, '''    decay = [p for p in params if p.ndim > 1]
+    no_decay = [p for p in params if id(p) not in {id(q) for q in decay}]
+'''))),
+    Variant('alt_groups_from_named_parameters_that_require_grad',  # nanoGPT's way
+            cell('param_groups', (PG_PARAMS, 'params = [p for _, p in model.named_parameters() if p.requires_grad]'))),
+    Variant('alt_cosine_as_a_squared_cosine',
+            cell('lr_at', (LR_COS, 'return min_lr + math.cos(math.pi * progress / 2) ** 2 * (max_lr - min_lr)'))),
+    Variant('alt_progress_clamped_instead_of_a_floor',
+            cell('lr_at', (LR_FLOOR, ''), (LR_PROGRESS, 'progress = min(1.0, (it - warmup) / (max_iters - warmup))'))),
+    Variant('alt_warmup_as_a_fraction_first', cell('lr_at', (LR_WARM, 'return (it + 1) / warmup * max_lr'))),
     Variant('alt_offset_by_diagonal',
             cell('weight_at_offset', (ROWS + '  # (T-offset,) the rows that have a column i - offset\n'
                                       '    return A[..., i, i - offset].mean().item()  # (..., T-offset) -> float',

@@ -42,6 +42,8 @@ def make_inputs(seed=20266):
          'maps': rng.dirichlet(np.ones(7), (3, 2, 7)).astype('float32')}
     x['gpt.idx2'] = x['gpt.idx'].copy()
     x['gpt.idx2'][:, 5] = (x['gpt.idx'][:, 5] + rng.integers(1, V, 3)) % V
+    x['lr.cases'] = np.array(LR_CASES)  # lr_at's (max_lr, warmup, max_iters, min_lr) cases
+    x['pg.decay'] = np.array(PG_DECAY)
     text = (ROOT / 'input.txt').read_text(encoding='utf-8')
     stoi = {c: i for i, c in enumerate(sorted(set(text)))}
     val = text[int(0.9 * len(text)):]
@@ -273,6 +275,39 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CALLS, GEN_PROMPTS, N_DRAWS):
         with nb.replaced(get_batch=fake_batch):
             return estimates()
     run('est', estimates_alone)
+
+    def schedule():
+        out = {}
+        for i, (max_lr, warmup, max_iters, min_lr) in enumerate(inp['lr.cases'].tolist()):
+            got = [nb.lr_at(it, max_lr, int(warmup), int(max_iters), min_lr) for it in range(int(max_iters) + 5)]
+            out[f'is_float{i}'] = np.array([isinstance(v, float) for v in got])
+            out[f'lr{i}'] = np.array([float(v) for v in got])
+        return out
+    run('lr', schedule)
+
+    class Toy(torch.nn.Module):  # every kind of parameter and a tied weight: param_groups is judged alone, not on GPT
+        def __init__(self):
+            super().__init__()
+            self.emb, self.pos = torch.nn.Embedding(11, 6), torch.nn.Embedding(5, 6)
+            self.lin, self.norm, self.conv = torch.nn.Linear(6, 6), torch.nn.LayerNorm(6), torch.nn.Conv1d(6, 6, 3)
+            self.scale = torch.nn.Parameter(torch.ones(()))
+            self.head = torch.nn.Linear(6, 11, bias=False)
+            self.head.weight = self.emb.weight  # tied
+
+    def groups_listed():
+        m = Toy()
+        names = {id(p): n for n, p in m.named_parameters()}
+        groups = nb.param_groups(m, float(inp['pg.decay']))
+        return {'listed': np.array(sorted(names.get(id(p), '?') for g in groups for p in g['params']))}
+    run('pg', groups_listed)
+
+    def groups_in_adamw():
+        m = Toy()
+        names = {id(p): n for n, p in m.named_parameters()}
+        opt = torch.optim.AdamW(nb.param_groups(m, float(inp['pg.decay'])), lr=1e-3)
+        decay = sorted((names.get(id(p), '?'), float(g['weight_decay'])) for g in opt.param_groups for p in g['params'])
+        return {'names': np.array([n for n, _ in decay]), 'decay': np.array([w for _, w in decay])}
+    run('pgopt', groups_in_adamw)
 
     def offsets():
         A = t('maps')
@@ -632,6 +667,66 @@ def estimate_loss_averages_fixed_held_out_batches(inp, rec):
     assert est['train'] == est['again_train'] and est['val'] == est['again_val'], 'not the same batches twice'
     assert bool(rec.tensor('est.rng_kept')), ('estimate_loss changed the global random state (torch.manual_seed?): '
                                               'training would repeat its batches after every estimate')
+
+
+LR_CASES = [(3e-3, 100, 1000, 3e-4), (1.0, 7, 20, 0.25), (6e-4, 20, 150, 6e-5)]  # (max_lr, warmup, max_iters, min_lr)
+PG_DECAY = 0.37
+TOY_DIMS = {'emb.weight': 2, 'pos.weight': 2, 'lin.weight': 2, 'lin.bias': 1, 'norm.weight': 1, 'norm.bias': 1,
+            'conv.weight': 3, 'conv.bias': 1, 'scale': 0}  # the probe's Toy; head.weight is emb.weight
+
+
+def lr_reference(it, max_lr, warmup, max_iters, min_lr):
+    if it < warmup:
+        return max_lr * (it + 1) / warmup
+    progress = min(it - warmup, max_iters - warmup) / (max_iters - warmup)
+    return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)
+
+
+def schedule_gap(rec, steps):
+    """The largest |lr_at - reference| over the steps (a function of warmup and max_iters) of every case, relative to max_lr."""
+    worst = 0.0
+    for i, case in enumerate(LR_CASES):
+        its = steps(case[1], case[2])
+        got, is_float = np.asarray(rec[f'lr.lr{i}'], dtype=float), np.asarray(rec[f'lr.is_float{i}'])
+        assert len(got) == case[2] + 5, f'{len(got)} rates recorded for {case[2] + 5} steps'
+        assert is_float[its].all(), 'lr_at should return a Python float'
+        worst = max(worst, max(abs(got[it] - lr_reference(it, *case)) / case[0] for it in its))
+    return worst
+
+
+@claim
+def lr_at_warms_up_linearly(inp, rec):
+    gap = schedule_gap(rec, lambda warmup, max_iters: list(range(warmup)))
+    assert gap < 1e-9, f'in the warm-up lr_at is off by {gap:.3g} of max_lr; max_lr * (it + 1) / warmup for it < warmup'
+
+
+@claim
+def lr_at_decays_by_cosine_to_min_lr(inp, rec):
+    gap = schedule_gap(rec, lambda warmup, max_iters: list(range(warmup, max_iters + 5)))
+    assert gap < 1e-9, (f'after the warm-up lr_at is off by {gap:.3g} of max_lr; half a cosine from max_lr at it = warmup '
+                        'to min_lr at it = max_iters, min_lr after')
+
+
+@claim
+def param_groups_decay_matrices_and_embeddings_only(inp, rec):
+    names, decay = rec['pgopt.names'].tolist(), np.asarray(rec['pgopt.decay'], dtype=float).tolist()
+    assert names, 'no parameter in any group'
+    for name, wd in zip(names, decay, strict=True):
+        assert name in TOY_DIMS, 'a group holds a tensor that is not a parameter of the model'
+        want = PG_DECAY if TOY_DIMS[name] >= 2 else 0.0
+        assert abs(wd - want) < 1e-12, (f'{name} ({TOY_DIMS[name]}-D) decays at {wd:g} in AdamW, expected {want:g}; decay '
+                                        'p.dim() >= 2 only, and give the other group weight_decay 0.0')
+
+
+@claim
+def param_groups_hold_each_parameter_once(inp, rec):
+    listed = rec['pg.listed'].tolist()
+    missing = sorted(set(TOY_DIMS) - set(listed))
+    assert not missing, f'{missing} are in no group: AdamW would never update them'
+    twice = sorted({n for n in listed if listed.count(n) > 1})
+    assert not twice, f'{twice} are listed more than once (a tied weight?); iterate over model.parameters()'
+    assert set(listed) <= set(TOY_DIMS), 'a group holds a tensor that is not a parameter of the model'
+    assert len(rec['pgopt.names'].tolist()) == len(TOY_DIMS), 'AdamW did not accept the groups'
 
 
 @claim

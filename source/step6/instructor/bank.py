@@ -35,7 +35,7 @@ STEP_BODY = """    _, loss = model(x, y)
     optimizer.step()
     return loss.item()"""
 MEAN = 'out[split] = sum(losses) / len(losses)'
-KV_SCORES = 'scores = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # (B,n,hs) @ (B,hs,P+n) -> (B,n,P+n)'
+KV_SCORES = 'scores = (q @ k.transpose(1, 2)) / math.sqrt(k.shape[-1])  # (B,n,hs) @ (B,hs,P+n) -> (B,n,P+n)'
 KV_MASK = 'mask = torch.ones(n, T, dtype=torch.bool, device=x.device).tril(diagonal=T - n)'
 KV_CAT_K = 'k = torch.cat([past[0], k], dim=1)'
 KV_CAT_V = 'v = torch.cat([past[1], v], dim=1)'
@@ -184,6 +184,13 @@ MUTANTS = [
                                     'out, cache[i] = head_step(head, h, cache.get(i))'),
                  ('P = cache[(0, 0)][0].shape[1] if cache else 0', 'P = cache[0][0].shape[1] if cache else 0')),
             ('forward_cached_matches_forward', 'forward_cached_fills_the_cache')),
+    Variant('kv_generate_never_falls_back',  # past block_size the cache would need position rows the table lacks
+            cell('generate_cached', ('        if idx.shape[1] > model.block_size:', '        if False:')),
+            ('generate_cached_gives_the_same_tokens',)),
+    Variant('kv_generate_skips_the_prompt',  # the first step reads only the prompt's last character, at position 0
+            cell('generate_cached', ('logits = forward_cached(model, idx, cache)  # (B,T0,V)',
+                                     'logits = forward_cached(model, idx[:, -1:], cache)  # (B,1,V)')),
+            ('generate_cached_gives_the_same_tokens',)),
     # train_step: judged on Step 2's bigram model, so GPT bugs cannot reach it
     Variant('zero_grad_forgotten', cell('train_step', ('    optimizer.zero_grad(set_to_none=True)\n', '')),
             ('train_step_clears_old_gradients',)),
@@ -305,7 +312,7 @@ ALTERNATIVES = [
             cell('head_step', (KV_MASK, 'mask = head.tril[T - n:T, :T] == 1  # (n,P+n): the last n rows of the causal mask'))),
     Variant('alt_kv_fused_attention',
             cell('head_step', ("    scores = scores.masked_fill(~mask, float('-inf'))  # (B,n,P+n)\n"
-                               '    A = F.softmax(scores, dim=-1)  # (B,n,P+n), each row sums to 1\n'
+                               '    A = scores.softmax(dim=-1)  # (B,n,P+n), each row sums to 1\n'
                                '    return A @ v, (k, v)',
                                '    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), (k, v)'))),
     Variant('alt_kv_positions_by_slicing_the_table',

@@ -1,15 +1,20 @@
 """The docs' pictures are screenshots the browser tests take: `make pictures` runs those tests and copies each shot below
-from test-artifacts/ into docs/pictures/. Each picture names the files whose look it shows; tests/test_docs.py fails when
-one of them changed in a commit the picture's own commit does not contain (the picture is older than what it shows).
+from test-artifacts/ into docs/pictures/. Each picture names the files whose look it shows, and docs/pictures/pictures.json
+records, when the pictures are taken, the content hash of each picture and of each file it shows; tests/test_docs.py
+fails when one of those files no longer has the content it had then (the picture is older than what it shows). By
+content, not by commit: a picture taken again that comes out the same, byte for byte, is still current.
 
   python tests/docpictures.py     copy the shots of the last browser run into docs/pictures/
 """
 
+import hashlib
+import json
 import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = ROOT / 'docs' / 'pictures' / 'pictures.json'
 # docs picture: (the screenshot it is copied from, the files whose look it shows)
 PICTURES = {
     'docs/pictures/student-run-all.png': (
@@ -36,6 +41,19 @@ def main():
         (ROOT / picture).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / shot, ROOT / picture)
         print(f'{picture} <- {shot}')
+    MANIFEST.write_text(json.dumps(manifest(), indent=1, sort_keys=True) + '\n')
+    print(f'{MANIFEST.relative_to(ROOT)}: what each picture shows, as it was when taken')
+
+
+def digest(path):
+    """The sha256 of a file's bytes."""
+    return hashlib.sha256((ROOT / path).read_bytes()).hexdigest()
+
+
+def manifest():
+    """{picture: {'picture': its sha256, 'shows': {path: sha256}}} for the pictures and the files they show, as they are."""
+    return {picture: {'picture': digest(picture), 'shows': {path: digest(path) for path in shows}}
+            for picture, (_, shows) in PICTURES.items()}
 
 
 if __name__ == '__main__':

@@ -1,20 +1,12 @@
 """The docs' pictures (tests/docpictures.py): each exists, is linked from a docs page, and is no older than the files
-whose look it shows: a commit that changed one of them and that the picture's own commit does not contain fails here,
-naming both; `make pictures` refreshes them from the browser tests."""
+whose look it shows: a file whose content is not what docs/pictures/pictures.json recorded when the picture was taken
+fails here, naming both; `make pictures` refreshes the pictures and the record from the browser tests."""
 
+import json
 import re
-import subprocess
 
 import pytest
-from docpictures import PICTURES, ROOT
-
-
-def git(*args):
-    return subprocess.run(['git', '-C', str(ROOT), *args], capture_output=True, text=True)
-
-
-def last_commit(path):
-    return git('log', '-1', '--format=%H', '--', path).stdout.strip()
+from docpictures import MANIFEST, PICTURES, ROOT, digest, manifest
 
 
 def linked_pictures():
@@ -33,11 +25,12 @@ def test_every_docs_picture_exists_and_is_shown_by_a_docs_page_with_alt_text():
 
 @pytest.mark.parametrize('picture', sorted(PICTURES))
 def test_docs_picture_is_no_older_than_what_it_shows(picture):
-    if git('rev-parse', '--is-shallow-repository').stdout.strip() != 'false':
-        pytest.skip('needs the git history (not a git checkout, or a shallow clone)')
-    taken = last_commit(picture)
-    assert taken, f'{picture} is not committed: run make pictures, then commit it'
-    stale = [(path, commit[:10]) for path in PICTURES[picture][1]
-             if (commit := last_commit(path)) and git('merge-base', '--is-ancestor', commit, taken).returncode != 0]
-    assert not stale, (f'{picture} (commit {taken[:10]}) is older than what it shows: {stale} changed after it; '
+    assert MANIFEST.is_file(), f'{MANIFEST.relative_to(ROOT)} is missing: run make pictures, then commit what it writes'
+    taken = json.loads(MANIFEST.read_text()).get(picture)
+    assert taken, f'{MANIFEST.relative_to(ROOT)} has no record of {picture}: run make pictures, then commit what it writes'
+    assert taken['picture'] == digest(picture), (f'{picture} is not the picture {MANIFEST.relative_to(ROOT)} records: '
+                                                 'run make pictures rather than editing either by hand')
+    now = manifest()[picture]['shows']
+    stale = sorted(path for path in set(now) | set(taken['shows']) if now.get(path) != taken['shows'].get(path))
+    assert not stale, (f'{picture} is older than what it shows: {stale} changed after it was taken; '
                        'run make pictures and commit the pictures it writes')

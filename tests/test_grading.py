@@ -229,7 +229,7 @@ def test_a_grading_worker_cannot_grow_past_its_memory_limit():
     from course.grader.grading import WORKER_MEMORY
 
     grow = f'import numpy; numpy.empty({WORKER_MEMORY + (1 << 30)}, numpy.uint8); print("grew")'
-    limited = subprocess.run([sys.executable, '-c', f'from course import grading; grading.limit_memory(); {grow}'],
+    limited = subprocess.run([sys.executable, '-c', f'from course.grader import grading; grading.limit_memory(); {grow}'],
                              capture_output=True, text=True, env=runner.env())
     unlimited = subprocess.run([sys.executable, '-c', grow], capture_output=True, text=True, env=runner.env())
     assert limited.returncode and 'MemoryError' in limited.stderr and 'grew' not in limited.stdout, limited.stderr

@@ -65,7 +65,7 @@ def loop(tmp_path_factory, unix_users, user_python, exchange, postgres):
         late(step)
     for step in STEPS:
         course.nbgrader('collect', step)
-    graded = course.grader.grade()
+    graded = course.grade()
     for step in STEPS:  # (two release_feedback at once: one fails making the exchange's feedback folder)
         course.nbgrader('release_feedback', step)
     in_parallel([lambda s=students[role]: s.fetch_feedback(*STEPS) for role in ('ontime', 'mistake', 'twice', 'late')])

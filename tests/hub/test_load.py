@@ -44,7 +44,7 @@ def load(tmp_path_factory, unix_users, user_python, exchange, postgres):
     seconds = time.monotonic() - start
     print(f'\n{CLASS} submissions through the exchange in {seconds:.1f} s (6 at a time)')
     course.nbgrader('collect', STEP)
-    out = course.grader.grade('--step', STEP)
+    out = course.grade('--step', STEP)
     return {'course': course, 'students': [s.user.name for s in students], 'inbound': course.inbound(), 'out': out,
             'rows': read_csv(course.root / 'grades.csv', ('step', 'student_id'))}
 

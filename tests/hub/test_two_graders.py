@@ -104,7 +104,7 @@ def race(tmp_path_factory, postgres):
         if student in ('perfect', 'blank'):
             cls[student].update(work)
     write_class(cls, course.root / 'submitted')
-    course.grader.grade('--step', MANUAL)  # the assistant's step, graded before: its answers await a human
+    course.grade('--step', MANUAL)  # the assistant's step, graded before: its answers await a human
     before = snapshot(db_url)
     home = base / 'jupyter'
     home.mkdir()

@@ -167,13 +167,17 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CALLS, GEN_PROMPTS, N_DRAWS):
                 'Wq': head.query.weight, 'Wk': head.key.weight, 'Wv': head.value.weight}
     run('kvhead', kv_head)
 
-    def kv_model():  # forward_cached on a float64 GPT, a prompt of 5 tokens then 3 alone; generate_cached, greedy
-        torch.manual_seed(311)
-        m = nb.GPT(65, 8, 32, 4, 2).double()
-        g = torch.Generator().manual_seed(312)
+    def pushed(m, seed, scale):  # m with every parameter moved off its initialisation by seeded noise
+        g = torch.Generator().manual_seed(seed)
         with torch.no_grad():
             for p in m.parameters():
-                p.add_(0.05 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+                p.add_(scale * torch.randn(p.shape, generator=g, dtype=p.dtype))
+        return m
+
+    def kv_model():  # forward_cached on a float64 GPT, a prompt of 5 tokens then 3 alone; generate_cached, greedy
+        torch.manual_seed(311)
+        m = pushed(nb.GPT(65, 8, 32, 4, 2).double(), 312, 0.05)
+        with torch.no_grad():
             idx, cache = t('kv.idx'), {}
             parts = [nb.forward_cached(m, idx[:, :5], cache)]
             parts += [nb.forward_cached(m, idx[:, i:i + 1], cache) for i in range(5, 8)]
@@ -192,11 +196,7 @@ def probe(nb, inp, run, *, SAMPLE_CASES, GEN_CALLS, GEN_PROMPTS, N_DRAWS):
 
     def kv_same():  # a float32 GPT away from its initialisation, sampled by generate and by generate_cached from one seed
         torch.manual_seed(313)
-        m = nb.GPT(65, 8, 32, 4, 2)
-        g = torch.Generator().manual_seed(314)
-        with torch.no_grad():
-            for p in m.parameters():
-                p.add_(0.3 * torch.randn(p.shape, generator=g))
+        m = pushed(nb.GPT(65, 8, 32, 4, 2), 314, 0.3)
         prompt, out = t('prompt')[:, :4], {}
         for i, (tau, k) in enumerate(((1.0, None), (0.8, 10))):
             torch.manual_seed(315 + i)

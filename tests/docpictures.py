@@ -50,10 +50,11 @@ def digest(path):
     return hashlib.sha256((ROOT / path).read_bytes()).hexdigest()
 
 
-def manifest():
-    """{picture: {'picture': its sha256, 'shows': {path: sha256}}} for the pictures and the files they show, as they are."""
-    return {picture: {'picture': digest(picture), 'shows': {path: digest(path) for path in shows}}
-            for picture, (_, shows) in PICTURES.items()}
+def manifest(pictures=PICTURES):
+    """{picture: {'picture': its sha256, 'shows': {path: sha256}}} for the pictures (default: all) and the files they
+    show, as they are."""
+    return {picture: {'picture': digest(picture), 'shows': {path: digest(path) for path in PICTURES[picture][1]}}
+            for picture in pictures}
 
 
 if __name__ == '__main__':

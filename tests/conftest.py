@@ -151,8 +151,8 @@ GPU_CLAIM = 'import torch; torch.cuda.is_available = lambda: True; torch.cuda.de
 @pytest.fixture(scope='session')
 def colab(tmp_path_factory):
     """Kernels of Colab's runtime (course.authoring.colab: a virtualenv of colab-profile.txt, built on first use):
-    colab(gpu=False)
-    is a jupyter_client KernelManager for a new kernel of it; gpu=True, one in which torch.cuda.is_available() is True."""
+    colab(gpu=False) is a jupyter_client KernelManager for a new kernel of it; gpu=True, one in which
+    torch.cuda.is_available() is True."""
     from jupyter_client import KernelManager
     from jupyter_client.kernelspec import KernelSpecManager
 

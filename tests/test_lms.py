@@ -1,8 +1,8 @@
 """A Colab class through an LMS (course.classroom.lms, course.classroom.collect; docs/lms.md): Canvas and Moodle
-downloads built as each LMS
-names its files (tests/lmsclass.py) are collected with nbgrader's zip_collect into submitted/, every file not collected
-is listed, hostile zips are refused with one line and nothing collected is lost; then one step of a small class is graded
-and its grades, statuses and late penalties go back as each LMS imports them, checked against nbgrader's own export."""
+downloads built as each LMS names its files (tests/lmsclass.py) are collected with nbgrader's zip_collect into
+submitted/, every file not collected is listed, hostile zips are refused with one line and nothing collected is lost;
+then one step of a small class is graded and its grades, statuses and late penalties go back as each LMS imports them,
+checked against nbgrader's own export."""
 
 import csv
 import hashlib

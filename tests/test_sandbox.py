@@ -1,9 +1,8 @@
 """The grading kernel's sandbox: each test runs student code in it, as nbgrader autograde does, in a fake course, and
-checks one guarantee, twice: in a kernel started cold in a sandbox of its own (course.isolation.sandbox), and in a warm kernel
-forked by a kernel server (course.isolation.warm, what course.grader.grade uses). One fake course and one warm server
-serve a whole module
-(each test gets a student folder of its own, as each submission does); every test also checks that nothing it started is
-left running."""
+checks one guarantee, twice: in a kernel started cold in a sandbox of its own (course.isolation.sandbox), and in a warm
+kernel forked by a kernel server (course.isolation.warm, what course.grader.grade uses). One fake course and one warm
+server serve a whole module (each test gets a student folder of its own, as each submission does); every test also
+checks that nothing it started is left running."""
 
 import ast
 import contextlib

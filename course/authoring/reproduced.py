@@ -1,8 +1,7 @@
 """What each step re-creates from earlier steps, read from its notebooks: the functions and classes it defines, which of
 them it is given (locked or plain cells) and which it asks for (solution cells), and so which earlier steps' solutions
 its release shows. Publishing (course.authoring.publish) opens a step only once those steps are past due;
-tests/test_steps.py keeps
-every reproduced definition equal to the step that teaches it.
+tests/test_steps.py keeps every reproduced definition equal to the step that teaches it.
 
   python -m course.authoring.reproduced     print, for each step, the steps whose solutions its release reproduces
 """

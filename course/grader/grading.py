@@ -209,8 +209,8 @@ class Worker:
 
 def grade_all(jobs, kernels, settings, timeout, workers, feedback, root=ROOT, stream=None):
     """Autograde, and write the feedback of, every (step, student) of jobs (a list, or a future of one), `workers` at a
-    time, each on the next idle worker; complete each one's record (course.reports.results.finish()) as it is done, and show the
-    progress on stream (default stderr: course.grader.progress)."""
+    time, each on the next idle worker; complete each one's record (course.reports.results.finish()) as it is done, and
+    show the progress on stream (default stderr: course.grader.progress)."""
     context = runner.worker_context()
     pool_workers = [Worker(context, settings, kernels, feedback, root) for _ in range(max(1, workers))]
     idle = queue.Queue()
@@ -259,8 +259,7 @@ def grade_class(selected, kind, settings=None, timeout=180, workers=None, feedba
     # nbgrader, in this process and the workers, needs this venv's bin on PATH, and the workers' forkserver imports its
     # preloaded modules through PYTHONPATH (CPython 3.11 ignores the sys_path it is given): this course's package.
     os.environ.update(runner.env(root))
-    # (already running from course.grader.grade) its one-torch-thread setting reaches the kernel server
-    # too
+    # (already running from course.grader.grade) its one-torch-thread setting reaches the kernel server too
     runner.worker_context()
     with ThreadPoolExecutor(1) as background:
         jobs = background.submit(prepare, selected, kind, root, duedates)  # while the kernel server and the workers start

@@ -45,11 +45,10 @@ def available():
 
 
 def launch(connection_file, *extra):
-    """Kernel launcher (the kernelspec's argv), with cwd the notebook's folder: prepare the folders as course.isolation.sandbox
-    does, ask the server for a kernel (passing on jupyter_client's extra arguments), wait until it is gone (asking the
-    server to stop it on SIGTERM), remove its cgroup (course.isolation.cgroups; the launcher makes it, the kernel
-    joins it), sanitize
-    cwd, then exit with the kernel's status."""
+    """Kernel launcher (the kernelspec's argv), with cwd the notebook's folder: prepare the folders as
+    course.isolation.sandbox does, ask the server for a kernel (passing on jupyter_client's extra arguments), wait until
+    it is gone (asking the server to stop it on SIGTERM), remove its cgroup (course.isolation.cgroups; the launcher
+    makes it, the kernel joins it), sanitize cwd, then exit with the kernel's status."""
     cwd, conn, uid = sandbox.prepare(connection_file)
     server = os.environ.get(SOCKET_ENV, '')
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -7,8 +7,8 @@ each with one header row, readable by csv, pandas and a spreadsheet.
                       submission of a step gets a row with status 'not submitted' and 0.
   grades-cells.csv    one row per student, step and graded cell (test cells and written answers): its score.
   grades-total.csv    one row per student: the score of each step (a column each) and the course total.
-When the gradebook holds LMS ids (a roster imported by course.classroom.collect, docs/lms.md), the same scores for
-the LMS, in lms/:
+When the gradebook holds LMS ids (a roster imported by course.classroom.collect, docs/lms.md), the same scores for the
+LMS, in lms/:
   grades-canvas.csv   Canvas's gradebook import: Student, ID (the Canvas user id), SIS User ID, SIS Login ID, Section, a
                       Points Possible row, a column per step, and Final Points (the course total; read-only in Canvas).
   grades-moodle.csv   Moodle's gradebook import (Grades > Import > CSV file, users by email): a column per step and the

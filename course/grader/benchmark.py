@@ -118,6 +118,13 @@ def main():
         bench(size, args)
 
 
+def line(name, kind, total, n, floor, plain):
+    """A command's row of the table: total seconds for n submissions, per submission, per floor, and (with plain, {kind:
+    plain nbgrader's seconds}) the ratio to plain nbgrader doing the same kind of work."""
+    return (f'{name:<40} {kind:<14} {total:>8.1f} {total / n:>13.2f} {total / n / floor:>8.2f}'
+            + (f' {plain[kind] / total:>20.2f}x' if plain else ''))
+
+
 def bench(size, args):
     """Time and compare the plan's commands on one class of size students (0: the demo class)."""
     selected = args.steps or steps()
@@ -157,8 +164,7 @@ def bench(size, args):
     print(f"{'command':<40} {'does':<14} {'total s':>8} {'s/submission':>13} {'/ floor':>8}"
           + f" {'vs plain (same work)':>21}" * bool(plain))
     for name, (kind, total) in runs.items():
-        print(f'{name:<40} {kind:<14} {total:>8.1f} {total / n:>13.2f} {total / n / floor:>8.2f}'
-              + f' {plain[kind] / total:>20.2f}x' * bool(plain))
+        print(line(name, kind, total, n, floor, plain))
     first = next(iter(results.values()))
     for name, got in list(results.items())[1:]:
         differ = [key for key in first if got[key] != first[key]]

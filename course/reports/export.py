@@ -22,7 +22,6 @@ The status comes from results/<step>/<student>.json (course.reports.results).
 import csv
 from pathlib import Path
 
-from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
 
 from course.layout import ROOT, autograded_points, steps
@@ -41,38 +40,69 @@ def course_steps(gradebook, root=ROOT):
     return sorted(known, key=lambda s: (order.index(s) if s in order else len(order), s))
 
 
+def graded(gradebook):
+    """The gradebook's submissions and grades in two queries, whatever the size of the class (one query per submission
+    and per notebook, as the ORM's relationships load them, costs seconds in a class of hundreds):
+    ({(step, student): submission dict}, {(step, student): [grade dicts]}), each grade in the gradebook's order."""
+    from nbgrader.api import Assignment, BaseCell, Grade, Notebook, SubmittedAssignment, SubmittedNotebook
+
+    db = gradebook.db
+    subs = {(step, sid): {'timestamp': ts, 'score': score, 'penalty': penalty}
+            for step, sid, ts, score, penalty in
+            db.query(Assignment.name, SubmittedAssignment.student_id, SubmittedAssignment.timestamp,
+                     SubmittedAssignment.score, SubmittedAssignment.late_submission_penalty)
+            .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)}
+    grades = {}
+    query = (db.query(Assignment.name, SubmittedAssignment.student_id, Notebook.name, BaseCell.name, Grade.cell_type,
+                      Grade.score, Grade.max_score, Grade.needs_manual_grade)
+             .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+             .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+             .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+             .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+             .join(BaseCell, Grade.cell_id == BaseCell.id)
+             .order_by(Assignment.name, SubmittedAssignment.student_id, Notebook.name, BaseCell.name))
+    for step, sid, notebook, name, cell_type, score, max_score, manual in query:
+        grades.setdefault((step, sid), []).append({'notebook': notebook, 'name': name, 'cell_type': cell_type,
+                                                   'score': score, 'max_score': max_score, 'manual': manual})
+    return subs, grades
+
+
 def rows(gradebook, root=ROOT):
     """One dict per student of the gradebook and step: STEP_COLUMNS, plus 'cells' ({grade_id: autograded score}, every
-    test cell of the step) and 'graded_cells' (CELL_COLUMNS rows)."""
+    test cell of the step), 'graded_cells' (CELL_COLUMNS rows), 'awaiting' ([(notebook, grade_id)] of the written answers
+    that wait for a human) and 'record' (results/, or None)."""
+    subs, all_grades = graded(gradebook)
+    assignments = {a.name: a for a in gradebook.assignments}
+    students = sorted(gradebook.students, key=lambda s: s.id)
     out = []
     for step in course_steps(gradebook, root):
-        assignment = gradebook.find_assignment(step)
+        assignment = assignments[step]
+        max_score = assignment.max_score
         points = autograded_points(step, root) if (Path(root) / 'source' / step).is_dir() else {}
-        for student in sorted(gradebook.students, key=lambda s: s.id):
-            try:
-                sub = gradebook.find_submission(step, student.id)
-            except MissingEntry:
-                sub = None
+        for student in students:
+            sub = subs.get((step, student.id))
             # a record without a gradebook submission: graded but nbgrader kept nothing (no notebook to grade, say)
             record = results.load(step, student.id, root)
-            grades = [g for nb in (sub.notebooks if sub else []) for g in nb.grades]
-            scores = {g.name: g.score for g in grades if g.cell_type == 'code'}
-            raw = sub.score if sub else 0.0
-            penalty = (sub.late_submission_penalty or 0.0) if sub else 0.0
+            grades = all_grades.get((step, student.id), [])
+            scores = {g['name']: g['score'] for g in grades if g['cell_type'] == 'code'}
+            raw = sub['score'] if sub else 0.0
+            penalty = (sub['penalty'] or 0.0) if sub else 0.0
             out.append({
                 'student_id': student.id, 'last_name': student.last_name or '', 'first_name': student.first_name or '',
                 'email': student.email or '', 'step': step, 'duedate': assignment.duedate or '',
-                'timestamp': (sub.timestamp if sub else None) or '',
+                'timestamp': (sub['timestamp'] if sub else None) or '',
                 'status': results.label(record) if sub or record else 'not submitted',
                 'kernel': (record or {}).get('kernel') or '',
                 'raw_score': raw, 'late_submission_penalty': penalty, 'score': max(0.0, raw - penalty),
-                'max_score': assignment.max_score,
+                'max_score': max_score,
                 'autograded': sum(scores.get(g, 0.0) for g in points), 'autograded_max': sum(points.values()),
-                'needs_manual_grading': bool(sub and sub.needs_manual_grade),
+                'needs_manual_grading': any(g['manual'] for g in grades),
                 'cells': {g: scores.get(g, 0.0) for g in points},
-                'graded_cells': [{'student_id': student.id, 'step': step, 'notebook': g.notebook.name, 'grade_id': g.name,
-                                  'kind': 'test' if g.cell_type == 'code' else 'answer', 'score': g.score,
-                                  'max_score': g.max_score} for g in grades],
+                'graded_cells': [{'student_id': student.id, 'step': step, 'notebook': g['notebook'], 'grade_id': g['name'],
+                                  'kind': 'test' if g['cell_type'] == 'code' else 'answer', 'score': g['score'],
+                                  'max_score': g['max_score']} for g in grades],
+                'awaiting': [(g['notebook'], g['name']) for g in grades if g['manual']],
+                'record': record,
             })
     return out
 

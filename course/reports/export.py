@@ -43,7 +43,7 @@ def course_steps(gradebook, root=ROOT):
 def graded(gradebook):
     """The gradebook's submissions and grades in two queries, whatever the size of the class (one query per submission
     and per notebook, as the ORM's relationships load them, costs seconds in a class of hundreds):
-    ({(step, student): submission dict}, {(step, student): [grade dicts]}), each grade in the gradebook's order."""
+    ({(step, student): submission dict}, {(step, student): [grade dicts]}), the grades by notebook, then grade id."""
     from nbgrader.api import Assignment, BaseCell, Grade, Notebook, SubmittedAssignment, SubmittedNotebook
 
     db = gradebook.db
@@ -77,7 +77,6 @@ def rows(gradebook, root=ROOT):
     out = []
     for step in course_steps(gradebook, root):
         assignment = assignments[step]
-        max_score = assignment.max_score
         points = autograded_points(step, root) if (Path(root) / 'source' / step).is_dir() else {}
         for student in students:
             sub = subs.get((step, student.id))
@@ -94,7 +93,7 @@ def rows(gradebook, root=ROOT):
                 'status': results.label(record) if sub or record else 'not submitted',
                 'kernel': (record or {}).get('kernel') or '',
                 'raw_score': raw, 'late_submission_penalty': penalty, 'score': max(0.0, raw - penalty),
-                'max_score': max_score,
+                'max_score': assignment.max_score,
                 'autograded': sum(scores.get(g, 0.0) for g in points), 'autograded_max': sum(points.values()),
                 'needs_manual_grading': any(g['manual'] for g in grades),
                 'cells': {g: scores.get(g, 0.0) for g in points},

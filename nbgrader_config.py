@@ -8,7 +8,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the course package (
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties,
-    ClearHiddenTests,
     ClearMarkScheme,
     ClearOutput,
     DeduplicateIds,
@@ -27,9 +26,9 @@ from course.grader.preprocessors import (  # noqa: E402
     AddProbe,
     CapOutput,
     CheckCellMetadataOnce,
+    GateSubmission,
     JudgeProbe,
     RecordedExecute,
-    TestMessagesOnly,
 )
 from course.reports.active_content import (  # noqa: E402
     WEB_FILES,
@@ -39,7 +38,12 @@ from course.reports.active_content import (  # noqa: E402
     SnapshotFiles,
     protect_formgrader,
 )
-from course.reports.feedback import ClaimSummary  # noqa: E402
+from course.reports.feedback import (  # noqa: E402
+    ClaimSummary,
+    ClearHiddenTestsOfTestCells,
+    ScrubHiddenTests,
+    TestMessagesOnly,
+)
 
 # nbgrader's formgrader loads this file inside the Jupyter server started from the course: there, this adds
 # content-security headers to the formgrader's pages and served files (docs/security.md). Anywhere else it does nothing.
@@ -64,6 +68,10 @@ c.CourseDirectory.ignore += WEB_FILES
 # On a hub (hub/, docs/hub.md), nbgrader's exchange: collect skips a submission that another Unix account put in the
 # exchange under a student's name (nbgrader's own collect warns and takes it). Without an exchange, nothing changes.
 c.ExchangeFactory.collect = 'course.classroom.exchange_collect.OwnerCheckedCollect'
+# Releasing a step writes its due date from course.toml's [schedule] into the gradebook; Release feedback releases
+# every student's feedback it can and names those it skips (course/classroom/exchange_release.py).
+c.ExchangeFactory.release_assignment = 'course.classroom.exchange_release.ScheduledRelease'
+c.ExchangeFactory.release_feedback = 'course.classroom.exchange_release.PartialReleaseFeedback'
 
 # The stub students see in place of each solution region, and in each written answer.
 c.ClearSolutions.code_stub = {'python': CODE_STUB}
@@ -73,7 +81,9 @@ c.ClearSolutions.text_stub = TEXT_STUB
 c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]
 
 # Autograding a real class.
-c.Execute.timeout = 30  # seconds per cell; the slowest solution cell takes under 1 s
+# Seconds per cell, on the clock: Step 6's graded training run (its cell my_run) takes about 10 s of CPU on a quiet core,
+# every other cell under a few; 120 leaves room for a loaded grader running --jobs submissions at once.
+c.Execute.timeout = 120
 # After a cell is interrupted, the seconds to wait for its last output (4 by default): a loaded machine, grading --jobs
 # at once, can take longer than that, and the interrupted notebook would then lose its remaining cells.
 c.Execute.iopub_timeout = 15
@@ -90,11 +100,14 @@ c.IgnorePattern.pattern = r'\w*Warning: |Matplotlib is building the font cache'
 # folder); SanitizeActiveContent: no script or other active content in the outputs and markdown a grader opens.
 # CheckCellMetadataOnce: nbgrader's CheckCellMetadata, which checks a cell met in an earlier submission only once per
 # grading worker; in both of autograde's passes (the first is nbgrader's default sanitizing pass otherwise).
-c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
+# GateSubmission: a plain `nbgrader autograde` is held to the course's gate too (course/gate.py, docs/security.md).
+c.Autograde.sanitize_preprocessors = [GateSubmission, ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
                                       CheckCellMetadataOnce]
+# ScrubHiddenTests: no output of any cell keeps text of a hidden test that the student's code printed (a hook that prints
+# each cell it runs, say): course/reports/feedback.py.
 c.Autograde.autograde_preprocessors = [AddProbe, SnapshotFiles, RecordedExecute, JudgeProbe, RemoveNewFiles, IgnorePattern,
-                                       ClearMetadataPreprocessor, CapOutput, SanitizeActiveContent, SaveAutoGrades,
-                                       AssignLatePenalties, CheckCellMetadataOnce]
+                                       ClearMetadataPreprocessor, CapOutput, ScrubHiddenTests, SanitizeActiveContent,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadataOnce]
 
 # Late work: a submission whose time (submitted/<student>/<step>/timestamp.txt, written by nbgrader's collect or
 # zip_collect, course.classroom.collect) is past its step's due date (in the gradebook: course.classroom.collect
@@ -111,11 +124,14 @@ c.Exporter.optimistic_validation = True
 # `nbgrader export` writes grades.csv (a row per student and step), grades-cells.csv and grades-total.csv: course.reports.export.
 c.ExportApp.plugin_class = 'course.reports.export.CellCsvExport'
 
-# Feedback shows each failed test's name and message, never the hidden tests' source or tracebacks quoting it.
+# Feedback shows each failed test's name and message, never the hidden tests' source or tracebacks quoting it:
+# ScrubHiddenTests first (every output of every cell, while the test cells still hold their hidden regions), then
+# nbgrader's ClearHiddenTests on the test cells only (ClearHiddenTestsOfTestCells: a student's cell that holds the marker
+# text no longer stops its page from being written).
 # SanitizeFeedback: the feedback pages are sanitized as the autograded notebooks are. ClaimSummary: each claim's name,
 # score and message, for the summary at the top of the page (course/reports/feedback.py).
-c.GenerateFeedback.preprocessors = [ClearHiddenTests, TestMessagesOnly, GetGrades, CSSHTMLHeaderPreprocessor,
-                                    SanitizeFeedback, ClaimSummary]
+c.GenerateFeedback.preprocessors = [ScrubHiddenTests, ClearHiddenTestsOfTestCells, TestMessagesOnly, GetGrades,
+                                    CSSHTMLHeaderPreprocessor, SanitizeFeedback, ClaimSummary]
 # The page is rendered by nbconvert's HTMLExporter less its per-page template compiling and its BeautifulSoup pass (about
 # a quarter of the time, the same page): course/reports/feedback.py says why that is safe. It also puts the claims' summary in
 # place of nbgrader's table of contents, and MathJax in the page, so that its maths renders offline.

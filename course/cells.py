@@ -5,6 +5,8 @@ import re
 
 import nbformat
 
+from course import gate
+
 # The ### BEGIN/END SOLUTION and ### BEGIN/END HIDDEN TESTS lines, with their newline.
 MARKER = re.compile(r'^[ \t]*### (BEGIN|END) (SOLUTION|HIDDEN TESTS)[ \t]*\n?', re.M)
 STUB_MESSAGE = 'replace this line with your code'
@@ -16,18 +18,17 @@ TEXT_STUB = 'YOUR ANSWER HERE'  # in place of each written answer
 
 # The largest submitted notebook the grader reads (a few MB with outputs and plots are usual; nbformat holds about 5 bytes
 # per byte of file): a larger one is not read, nor graded, and gets the status 'over budget'.
-NOTEBOOK_BUDGET = 64 << 20
+NOTEBOOK_BUDGET = gate.MAX_FILE
 
 
 def read(path):
     return nbformat.read(path, as_version=4)
 
 
-def over_budget(path, budget=NOTEBOOK_BUDGET):
-    """Why the notebook at path is too large for the grader to read ('nb.ipynb is ... bytes, over the ...'), or
-    None: its size on disk, checked before anything reads it."""
-    size = path.lstat().st_size
-    return f'{path.name} is {size:,} bytes, over the {budget:,} the grader reads' if size > budget else None
+def read_submitted(path, budget=NOTEBOOK_BUDGET):
+    """A submitted notebook, read through course.gate.read_file(): never through a link, never more than budget bytes
+    (course.gate.Refused past it, before anything is read)."""
+    return nbformat.reads(gate.read_file(path, budget).decode('utf-8'), as_version=4)
 
 
 def grade_id(cell):

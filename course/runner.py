@@ -93,9 +93,9 @@ def run(*args, check=True, cwd=ROOT, **kw):
     return done
 
 
-# What each nbgrader worker (course.grader.grading) needs imported before it grades: nbgrader, the course's preprocessors, and
+# What each nbgrader worker (course.grader.workers) needs imported before it grades: nbgrader, the course's preprocessors, and
 # torch (the out-of-process checks compute their references with it).
-WORKER_PRELOAD = ['course.grader.grading', 'course.grader.preprocessors', 'nbgrader.apps.api', 'nbgrader.converters', 'torch']
+WORKER_PRELOAD = ['course.grader.workers', 'course.grader.preprocessors', 'nbgrader.apps.api', 'nbgrader.converters', 'torch']
 
 
 def worker_context():

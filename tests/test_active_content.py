@@ -193,16 +193,16 @@ def test_files_written_while_graded_are_deleted_and_links_not_followed(tmp_path)
 
 def test_report_lines_are_replaced_and_repairs_kept(tmp_path, monkeypatch):
     monkeypatch.setattr(active_content, 'ROOT', tmp_path)
-    report = tmp_path / 'repairs' / 'amy' / 'step4.txt'
+    report = tmp_path / 'repairs' / 'amy' / 'stepA.txt'
     report.parent.mkdir(parents=True)
     report.write_text('repaired: head_tests: locked cell edited; graded with the original\nremoved: an old line\n')
-    write_report('step4', 'amy', ['cell 3, output 1: <script>'], ['pwn.html'])
-    assert read_removed('step4', 'amy') == ['cell 3, output 1: <script>']
+    write_report('stepA', 'amy', ['cell 3, output 1: <script>'], ['pwn.html'])
+    assert read_removed('stepA', 'amy') == ['cell 3, output 1: <script>']
     assert report.read_text().splitlines() == ['repaired: head_tests: locked cell edited; graded with the original',
                                                'removed: cell 3, output 1: <script>',
                                                'deleted: written by the code while graded: pwn.html']
-    write_report('step4', 'amy', [], [])
-    assert read_removed('step4', 'amy') == [] and report.read_text().startswith('repaired: ')
+    write_report('stepA', 'amy', [], [])
+    assert read_removed('stepA', 'amy') == [] and report.read_text().startswith('repaired: ')
 
 
 def test_page_policy_trusts_the_heads_inline_scripts_only():

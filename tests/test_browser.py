@@ -1,11 +1,13 @@
 """The student and instructor journeys, driven through JupyterLab's UI in headless Chromium (Debian's, via Playwright).
 
 One JupyterLab 4 serves a temporary copy of the course on 127.0.0.1 with a token, while course.grader.grade --demo autogrades a
-demo class in that copy. The student opens the release from the file browser, finds the test cells locked, types
-Head into the editor, runs all cells and presses nbgrader's Validate; the instructor opens the formgrader, sees the demo
-submissions and their scores, and grades one written answer; then a student opens the feedback page of a demo mistake
-and of a perfect submission with the network cut off (maths offline). The fixtures act and record what the page showed; each
-test checks one claim about it. Screenshots of each step go to test-artifacts/browser/.
+demo class in that copy. The student opens each step's release and sees its first screen (the set-up collapsed); in the
+reference step, finds the test cells locked, types Head into the editor, runs all cells (the Head's tests pass, every
+later cell that needs a task not written yet says it waits, and the run reaches the end) and presses nbgrader's Validate;
+the instructor opens the formgrader, sees the demo submissions and their scores, and grades one written answer; then a
+student opens the feedback page of a demo mistake and of a perfect submission with the network cut off (maths offline).
+The fixtures act and record what the page showed; each test checks one claim about it. Screenshots of each step go to
+test-artifacts/browser/.
 """
 
 import os
@@ -18,7 +20,18 @@ import time
 import urllib.request
 
 import pytest
-from browserpage import (
+from nbgrader.api import Gradebook
+from PIL import Image
+from playwright.sync_api import sync_playwright
+from test_lesson import PENDING
+
+from conftest import can_sandbox, free_port
+from course.authoring import demo
+from course.authoring.demo import edited, solved
+from course.cells import grade_id, read, role
+from course.layout import ROOT, copy_course, notebooks, steps
+from course.reports.feedback import claim_name
+from support.browserpage import (
     AID,
     CHROMIUM_ARGS,
     HEAD,
@@ -37,16 +50,6 @@ from browserpage import (
     menu,
     shooter,
 )
-from nbgrader.api import Gradebook
-from PIL import Image
-from playwright.sync_api import sync_playwright
-
-from conftest import can_sandbox, free_port
-from course.authoring import demo
-from course.authoring.demo import edited, solved
-from course.cells import grade_id, read, role
-from course.layout import ROOT, copy_course, steps
-from course.reports.feedback import claim_name
 
 SHOTS = ROOT / 'test-artifacts' / 'browser'
 STUDENT_SHOTS = ['01-student-opens-release', '02-student-locked-cell', '03-student-typed-head', '04-student-run-all',
@@ -176,8 +179,12 @@ CELLS_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].map(
     prompt: c.querySelector('.jp-InputPrompt')?.textContent ?? '',
     output: c.querySelector('.jp-OutputArea')?.textContent ?? '',
     error: !!c.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')}))"""
-IDLE_JS = """(i) => { const p = [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')].map(e => e.textContent);
-    return /\\d/.test(p[i]) && !p.some(t => t.includes('*')); }"""
+IDLE_JS = """(i) => { const p = [...document.querySelectorAll('.jp-Notebook .jp-Cell')].map(
+        c => c.querySelector('.jp-InputPrompt')?.textContent ?? '');
+    const code = p.map((t, k) => k).filter(k => k <= i && document.querySelectorAll('.jp-Notebook .jp-Cell')[k]
+        .classList.contains('jp-CodeCell'));
+    return code.length > 0 && /\\d/.test(p[code[code.length - 1]]) && !p.some(t => t.includes('*')); }"""
+WAITS = 'This cell waits for your task'  # what a cell prints that needs a task not written yet (WaitForTasks)
 
 
 @pytest.fixture(scope='module')
@@ -209,7 +216,7 @@ def student(lab, page, course):
     shoot(page, STUDENT_SHOTS[2])
 
     menu(page, 'Run', 'Run All Cells')
-    page.wait_for_function(IDLE_JS, arg=HEAD)
+    page.wait_for_function(IDLE_JS, arg=len(RELEASE) - 1)  # the run reaches the last cell
     seen['cells'] = page.evaluate(CELLS_JS)
     cell(page, HEAD_TESTS[0]).scroll_into_view_if_needed()
     shoot(page, STUDENT_SHOTS[3])
@@ -240,12 +247,18 @@ def test_run_all_passes_every_test_of_the_head(student):
     assert not failed, f'head tests that did not run and pass after Run All: {failed}'
 
 
-def test_run_all_stops_at_the_next_exercise_with_the_stub_message(student):
+def test_run_all_goes_on_past_the_exercises_not_written_yet(student):
+    """No cell fails and every test after the next exercise ran: the next exercise's first test says which task it waits
+    for (a later test of the Head alone, such as the equivariance theorems, passes)."""
     cells = student['cells']
-    first = next((i for i, c in enumerate(cells) if c['error']), None)
-    assert first is not None and first > NEXT and STUB in cells[first]['output'], (
-        f'expected the first error after cell {NEXT} ({RELEASE[NEXT].id}), saying {STUB!r}; '
-        f'got {first and RELEASE[first].id}: {first and cells[first]["output"][-300:]}')
+    failed = [RELEASE[i].id for i, c in enumerate(cells) if c['error']]
+    assert not failed, f'cells that failed under Run All with only the Head written: {failed}'
+    later = [i for i in TESTS if i > NEXT]
+    not_run = [RELEASE[i].id for i in later if not re.search(r'\d', cells[i]['prompt'])]
+    assert later and not not_run, f'tests after {RELEASE[NEXT].id} that Run All did not reach: {not_run}'
+    assert WAITS in cells[later[0]]['output'], (
+        f'{RELEASE[later[0]].id}, the first test of the exercise not written, should say it waits; it printed '
+        f'{cells[later[0]]["output"][-300:]!r}')
 
 
 def listed(student):
@@ -280,7 +293,9 @@ def follow(frame, link, url, ready='models.loaded'):
     """Click link in the formgrader's frame and wait until the page at url has loaded its data (ready is true)."""
     link.click()
     frame.wait_for_url(url, wait_until='domcontentloaded')  # the grading page's MathJax may wait on the network
-    frame.wait_for_function(f'() => window.{ready.split(".")[0]} && {ready}')
+    # Not yet true while a model is still undefined: the page builds formgrader before its grades and comments (a busy
+    # machine shows the gap), so reading one of theirs throws until then.
+    frame.wait_for_function(f'() => {{ try {{ return Boolean({ready}); }} catch (e) {{ return false; }} }}')
 
 
 @pytest.fixture(scope='module')
@@ -365,6 +380,57 @@ def blank_fraction(path):
 
 @pytest.mark.parametrize('shot', STUDENT_SHOTS + INSTRUCTOR_SHOTS)
 def test_screenshot_of_each_step_shows_a_rendered_page(student, instructor, shot):
+    fraction = blank_fraction(SHOTS / f'{shot}.png')
+    assert fraction < 0.9, f'{shot}.png is {fraction:.0%} one colour: the page had not rendered'
+
+
+# --- The first screen of every step: the lesson, with the set-up collapsed (docs/adding-a-step.md, "The student's view"). ---
+FIRST_SCREENS = {(step, name): f'00-first-screen-{step}' for step in steps() for name in notebooks(step)[:1]}
+# Where each cell is on the first screen, and whether its code shows (a collapsed input shows JupyterLab's placeholder).
+SCREEN_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].map(c => {
+    const r = c.getBoundingClientRect(), editor = c.querySelector('.jp-InputArea-editor');
+    const placeholder = c.querySelector('.jp-InputPlaceholder');
+    return {top: r.top, bottom: r.bottom, height: window.innerHeight,
+            code_shown: !!editor && editor.checkVisibility(), placeholder: !!placeholder && placeholder.checkVisibility()};
+})"""
+
+
+@pytest.fixture(scope='module')
+def first_screens(lab, page, student):
+    """Each step's release as a student first opens it, in a tab of its own: where each cell is on the first screen."""
+    seen = {}
+    tab = page.context.new_page()
+    try:
+        for (step, name), shot in FIRST_SCREENS.items():
+            tab.goto(lab.replace('/lab?', f'/lab/tree/release/{step}/{name}?'))
+            title = tab.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell').first.locator('h1')
+            title.wait_for()
+            tab.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook').first.evaluate('n => n.scrollTop = 0')
+            shoot(tab, shot)
+            seen[step, name] = tab.evaluate(SCREEN_JS.replace('.jp-Notebook .jp-Cell',
+                                                              '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell'))
+            menu(tab, 'File', 'Close Tab')
+    finally:
+        tab.close()
+    return seen
+
+
+@pytest.mark.parametrize('notebook', FIRST_SCREENS, ids=[step for step, _ in FIRST_SCREENS])
+def test_first_screen_shows_the_introduction_with_the_set_up_collapsed(first_screens, notebook):
+    """The title and introduction open the first screen, and no set-up cell above the first task shows its code there:
+    JupyterLab shows each collapsed (its placeholder), as the metadata of the release asks."""
+    if notebook[0] in PENDING:
+        pytest.xfail(PENDING[notebook[0]])
+    cells, release = first_screens[notebook], read(ROOT / 'release' / notebook[0] / notebook[1]).cells
+    assert cells[0]['top'] >= 0 and cells[0]['top'] < cells[0]['height'] / 4, f'the title is not at the top: {cells[0]}'
+    first = next(i for i, c in enumerate(release) if role(c) == 'solution')
+    shown = [release[i].id for i in range(first) if release[i].cell_type == 'code'
+             and (cells[i]['code_shown'] or not cells[i]['placeholder'])]
+    assert not shown, f'set-up cells whose code JupyterLab shows (not collapsed): {shown}'
+
+
+@pytest.mark.parametrize('shot', FIRST_SCREENS.values())
+def test_screenshot_of_each_first_screen_shows_a_rendered_page(first_screens, shot):
     fraction = blank_fraction(SHOTS / f'{shot}.png')
     assert fraction < 0.9, f'{shot}.png is {fraction:.0%} one colour: the page had not rendered'
 

@@ -1,9 +1,9 @@
 """course.reports.classreport on a small class made by hand, with no kernel: the synthetic step of
-tests/synthetic.py, its gradebook
+tests/support/synthetic.py, its gradebook
 written through nbgrader's Gradebook API, each submission's record in results/ and its autograded notebook. The class has
 a copied solution, two students who make the same mistake, a student who pastes the visible tests into the solution cell,
 and hostile text (a <script>, an <img onerror>, a </style>, a student id with HTML) in every field that reaches the page.
-The demo class's report, from a real grading run, is tested in tests/classreport_demo.py."""
+The demo class's report, from a real grading run, is tested in tests/test_classreport_demo.py."""
 
 import hashlib
 import re
@@ -15,13 +15,13 @@ import textwrap
 
 import nbformat
 import pytest
-from browserpage import open_page
 
-import synthetic
 from course import runner
 from course.cells import CODE_STUB, grade_id
 from course.layout import ROOT
 from course.reports import classreport, results
+from support import synthetic
+from support.browserpage import open_page
 
 STEP, NAME = synthetic.STEP, synthetic.NAME
 NB = NAME.removesuffix('.ipynb')
@@ -91,8 +91,8 @@ def submission(body):
 
 
 def make_class(root):
-    """The course at root: source/ and release/ of the synthetic step, the course package (for python -m course.reports.report),
-    a gradebook, results/ and autograded/ for CLASS."""
+    """The course at root: source/ and release/ of the synthetic step, the course package (for
+    python -m course.reports.classreport), a gradebook, results/ and autograded/ for CLASS."""
     from nbgrader.api import Gradebook
 
     shutil.copytree(ROOT / 'course', root / 'course', ignore=shutil.ignore_patterns('__pycache__'))
@@ -142,7 +142,7 @@ def test_normalise_groups_messages_that_differ_only_in_numbers():
     b = 'AssertionError: rows sum to [[1e-3, -2.5E+2], [3, 4]] not 1: took the softmax over dim 1 (tensor(0x7f00ff))'
     assert classreport.normalise(a) == classreport.normalise(b) == (
         'AssertionError: rows sum to [#] not #: took the softmax over dim # (tensor(#))')
-    assert classreport.normalise('step4 got max_wt_2 = 3') == 'step4 got max_wt_2 = #', 'names keep their digits'
+    assert classreport.normalise('head4 got max_wt_2 = 3') == 'head4 got max_wt_2 = #', 'names keep their digits'
     assert classreport.normalise('expected shape') != classreport.normalise('expected dtype')
 
 
@@ -219,9 +219,9 @@ def test_the_hostile_check_sees_a_script_that_runs(tmp_path):
     assert seen['dialogs'] and seen['pwned'] and seen['scripts'] and seen['handlers'], seen
 
 
-def test_python_m_course_report_rebuilds_the_page_after_manual_grading_without_regrading(course, report):
+def test_the_classreport_command_rebuilds_the_page_after_manual_grading_without_regrading(course, report):
     """The page lists the answers awaiting a grader; one is graded in the gradebook (as the formgrader does);
-    `python -m course.reports.report` rebuilds the page: that answer is gone from the list, and nothing of grading moved.
+    `python -m course.reports.classreport` rebuilds the page: that answer is gone from the list, and nothing of grading moved.
     (Last: it grades.)"""
     from nbgrader.api import Gradebook
 
@@ -239,7 +239,7 @@ def test_python_m_course_report_rebuilds_the_page_after_manual_grading_without_r
         grade = gb.find_grade('why', NB, STEP, 'perfect_too')
         grade.manual_score, grade.needs_manual_grade = 1, False  # as the formgrader sets them
         gb.db.commit()
-    done = subprocess.run([sys.executable, '-m', 'course.reports.report'], cwd=course, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, '-m', 'course.reports.classreport'], cwd=course, capture_output=True, text=True,
                           env=runner.env(course))
     assert done.returncode == 0 and 'reports/index.html' in done.stdout, done.stdout + done.stderr
     assert awaiting((course / 'reports' / 'index.html').read_text()) == (10, False), 'the graded answer is still listed'

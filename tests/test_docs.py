@@ -1,4 +1,4 @@
-"""The docs' pictures (tests/docpictures.py): each exists, is linked from a docs page, and is no older than the files
+"""The docs' pictures (tests/support/docpictures.py): each exists, is linked from a docs page, and is no older than the files
 whose look it shows: a file whose content is not what docs/pictures/pictures.json recorded when the picture was taken
 fails here, naming both; `make pictures` refreshes the pictures and the record from the browser tests."""
 
@@ -6,7 +6,8 @@ import json
 import re
 
 import pytest
-from docpictures import MANIFEST, PICTURES, ROOT, digest, manifest
+
+from support.docpictures import MANIFEST, PICTURES, ROOT, digest, manifest
 
 
 def linked_pictures():
@@ -17,7 +18,7 @@ def linked_pictures():
 
 def test_every_docs_picture_exists_and_is_shown_by_a_docs_page_with_alt_text():
     on_disk = {str(p.relative_to(ROOT)) for p in (ROOT / 'docs').rglob('*.png')}
-    assert on_disk == set(PICTURES), (f'docs pictures on disk {sorted(on_disk)}; tests/docpictures.py names '
+    assert on_disk == set(PICTURES), (f'docs pictures on disk {sorted(on_disk)}; tests/support/docpictures.py names '
                                       f'{sorted(PICTURES)}: add the new one there, or remove the old one')
     unlinked = set(PICTURES) - linked_pictures()
     assert not unlinked, f'no docs page shows {sorted(unlinked)} (with alt text: ![what it shows](path))'

@@ -196,3 +196,97 @@ def test_summary_names_a_claim_from_the_sources_visible_docstring_not_the_submis
     ('', 'gid')])
 def test_claim_name_is_the_first_line_of_the_visible_docstring_else_the_grade_id(source, name):
     assert claim_name(source, 'gid') == name
+
+
+# Hidden-test text printed by the student's code, in every form an output takes.
+HIDDEN_TEST = '''"""Check that the head matches the reference."""
+assert head(x).shape == (2, 3)
+### BEGIN HIDDEN TESTS
+secret_reference = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+assert torch.allclose(head(x), secret_reference, atol=1e-5), "the head differs from the reference"
+### END HIDDEN TESTS'''
+SECRET = 'secret_reference = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)'
+
+
+def scrubbed_notebook(outputs):
+    """A notebook of a test cell with a hidden region and a student's cell with outputs, scrubbed by ScrubHiddenTests."""
+    from course.reports.feedback import ScrubHiddenTests
+
+    test = nbformat.v4.new_code_cell(HIDDEN_TEST, metadata={'nbgrader': {
+        'grade': True, 'grade_id': 'head_matches', 'points': 1, 'solution': False, 'locked': True}})
+    student = nbformat.v4.new_code_cell('print(shapes)', outputs=outputs)
+    nb = nbformat.v4.new_notebook(cells=[test, student])
+    ScrubHiddenTests().preprocess(nb, {})
+    return nb.cells[1].outputs
+
+
+@pytest.mark.parametrize('form', ['raw', 'repr', 'html', 'reindented', 'wrapped', 'upper', 'ansi', 'half'])
+def test_hidden_test_text_printed_in_any_form_is_scrubbed_and_the_rest_kept(form):
+    import html as html_module
+    import textwrap
+
+    printed = {'raw': SECRET, 'repr': repr(HIDDEN_TEST), 'html': html_module.escape(SECRET),
+               'reindented': '        ' + SECRET.replace(', ', ',   '), 'wrapped': '\n'.join(textwrap.wrap(SECRET, 30)),
+               'upper': SECRET.upper(), 'ansi': SECRET.replace('torch', '\x1b[31mtorch\x1b[0m'),
+               'half': SECRET[:40] + '\nnoise\n' + SECRET[40:]}[form]
+    outputs = scrubbed_notebook([
+        nbformat.v4.new_output('stream', name='stdout', text=f'my shapes: (2, 3)\n{printed}\ndone\n'),
+        nbformat.v4.new_output('display_data', data={'text/html': f'<pre>{printed}</pre>', 'text/plain': printed}),
+        nbformat.v4.new_output('error', ename='ValueError', evalue=printed, traceback=[printed, 'ValueError: x']),
+    ])
+    shown = repr(outputs)
+    assert normal_free_of_secret(shown), shown
+    assert 'my shapes: (2, 3)' in outputs[0].text and 'done' in outputs[0].text, 'the student\'s own lines are kept'
+    assert [o.output_type for o in outputs] == ['stream', 'display_data', 'error'] and outputs[2].ename == 'ValueError'
+
+
+def normal_free_of_secret(text):
+    from course.reports.feedback import normal
+
+    flat = normal(text)
+    return all(normal(part) not in flat for part in ('torch.nn.functional.scaled_dot_product', 'secret_reference=torch'))
+
+
+def test_honest_outputs_what_the_test_cell_shows_openly_and_a_hidden_tests_message_are_not_scrubbed():
+    """Kept: the visible lines of the test, the student's own output, and the message a failed hidden test gives (a
+    string of its code: meant to be read)."""
+    outputs = scrubbed_notebook([
+        nbformat.v4.new_output('stream', name='stdout', text=(
+            'assert head(x).shape == (2, 3)\n"""Check that the head matches the reference."""\ntensor([1., 2.])\n')),
+        nbformat.v4.new_output('error', ename='AssertionError', evalue='the head differs from the reference',
+                               traceback=['AssertionError: the head differs from the reference'])])
+    assert outputs[0].text == ('assert head(x).shape == (2, 3)\n"""Check that the head matches the reference."""\n'
+                               'tensor([1., 2.])\n')
+    assert outputs[1].evalue == 'the head differs from the reference' and len(outputs[1].traceback) == 1
+
+
+def test_a_students_cell_holding_the_hidden_test_marker_still_gets_its_feedback_page():
+    """nbgrader's ClearHiddenTests raises on a non-test cell that holds the marker (no page was written, the status said
+    graded); ClearHiddenTestsOfTestCells cuts the hidden regions out of the test cells only."""
+    from course.reports.feedback import ClearHiddenTestsOfTestCells
+
+    test = nbformat.v4.new_code_cell(HIDDEN_TEST, metadata={'nbgrader': {
+        'grade': True, 'grade_id': 'head_matches', 'points': 1, 'solution': False, 'locked': True}})
+    student = nbformat.v4.new_code_cell("print('### BEGIN HIDDEN TESTS')")
+    nb, _ = ClearHiddenTestsOfTestCells().preprocess(nbformat.v4.new_notebook(cells=[test, student]), {})
+    assert 'secret_reference' not in nb.cells[0].source and nb.cells[1].source == "print('### BEGIN HIDDEN TESTS')"
+
+
+def test_a_failed_test_cell_shows_its_errors_name_and_message_never_its_traceback():
+    """TestMessagesOnly (in generate_feedback's pipeline): a test cell's error keeps its name and message, its traceback
+    (which could quote a hidden test's line) becomes that one line; a student's cell keeps its own traceback."""
+    from course.reports.feedback import TestMessagesOnly
+
+    def failed(source, **nbgrader):
+        cell = nbformat.v4.new_code_cell(source, outputs=[nbformat.v4.new_output(
+            'error', ename='AssertionError', evalue='expected 3, got 4', traceback=['  assert f(2) == 3  # hidden', 'x'])])
+        if nbgrader:
+            cell.metadata['nbgrader'] = nbgrader
+        return cell
+
+    test = failed('assert f(2) == 3', grade=True, solution=False, locked=True, grade_id='f_adds_one', points=1)
+    mine = failed('f(2)')
+    nb = nbformat.v4.new_notebook(cells=[test, mine])
+    TestMessagesOnly().preprocess(nb, {})
+    assert nb.cells[0].outputs[0].traceback == ['AssertionError: expected 3, got 4'], nb.cells[0].outputs
+    assert nb.cells[1].outputs[0].traceback == ['  assert f(2) == 3  # hidden', 'x'], 'the student\'s own cell is theirs'

@@ -10,6 +10,7 @@ from course.layout import ROOT
 
 def course_with(tmp_path, toml=''):
     (tmp_path / 'course.toml').write_text(toml + (ROOT / 'course.toml').read_text())  # top level: before [data]
+    (tmp_path / 'source').symlink_to(ROOT / 'source')  # the steps its [schedule] names
     return tmp_path
 
 

@@ -1,5 +1,5 @@
 """A Colab class through an LMS (course.classroom.lms, course.classroom.collect; docs/lms.md): Canvas and Moodle
-downloads built as each LMS names its files (tests/lmsclass.py) are collected with nbgrader's zip_collect into
+downloads built as each LMS names its files (tests/support/lmsclass.py) are collected with nbgrader's zip_collect into
 submitted/, every file not collected is listed, hostile zips are refused with one line and nothing collected is lost;
 then one step of a small class is graded and its grades, statuses and late penalties go back as each LMS imports them,
 checked against nbgrader's own export."""
@@ -11,12 +11,12 @@ import shutil
 import zipfile
 from datetime import timedelta, timezone
 
-import lmsclass as L
 import pytest
 
 from course import runner
 from course.classroom import lms
 from course.layout import copy_course, notebooks
+from support import lmsclass as L
 
 DUE = '2026-12-01 23:59:00+00:00'
 
@@ -112,9 +112,9 @@ def test_without_due_the_step_is_due_when_the_student_readme_says(course, tmp_pa
     from nbgrader.api import Gradebook
 
     from course.classroom.lms import scheduled_due
-    from course.layout import settings
+    from course.settings import load
 
-    due = settings(course)['schedule'][L.STEP]['due']
+    due = load(course).schedule[L.STEP].due
     code, out, err = collect(course, L.canvas_download(tmp_path / 'canvas.zip'), 'canvas')
     assert code == 0, err
     assert scheduled_due(L.STEP, course) == due.astimezone(timezone.utc).replace(tzinfo=None)
@@ -189,7 +189,7 @@ def test_colab_and_browser_renames_find_their_step(colab_name):
     assert lms.notebook_of(colab_name) == (L.STEP, L.NOTEBOOK)
 
 
-@pytest.mark.parametrize('other', ['Untitled0.ipynb', 'Copy of Untitled0.ipynb', f'{L.STEM}_v2.ipynb', 'step1.ipynb'])
+@pytest.mark.parametrize('other', ['Untitled0.ipynb', 'Copy of Untitled0.ipynb', f'{L.STEM}_v2.ipynb', f'{L.STEP}.ipynb'])
 def test_a_name_that_is_not_a_steps_notebook_is_not_guessed(other):
     assert lms.notebook_of(other) is None
 
@@ -344,9 +344,10 @@ def test_not_a_zip_is_refused_with_one_line(course, tmp_path):
     assert code != 0 and err.strip().count('\n') == 0 and 'submissions.zip: not a zip file' in err, err
 
 
-def test_feedback_goes_back_as_moodle_takes_it_in_bulk_and_one_folder_per_student_for_canvas(course):
+def test_feedback_goes_back_in_one_zip_per_step_as_moodle_and_canvas_take_it(course):
     """Moodle: "Upload multiple feedback files in a zip" matches each file to its participant by the folder name
-    <Full Name>_<participant id>_assignfeedback_file_/; Canvas has no such upload: one folder per student."""
+    <Full Name>_<participant id>_assignfeedback_file_/. Canvas: "Re-Upload Submissions" reads the first two numbers of
+    each name (user id, attachment id: as the file was downloaded) and attaches it to that submission."""
     for student in ('alice', 'bob'):
         page = course / 'feedback' / student / L.STEP / L.NOTEBOOK.replace('.ipynb', '.html')
         page.parent.mkdir(parents=True)
@@ -364,10 +365,38 @@ def test_feedback_goes_back_as_moodle_takes_it_in_bulk_and_one_folder_per_studen
         assert z.read(names[0]) == b'<p>feedback for alice</p>'
     page = L.NOTEBOOK.replace('.ipynb', '.html')
     assert names == [f'Alice Ashby_7001_assignfeedback_file_/{page}', f'Bob Brown_7002_assignfeedback_file_/{page}']
-    lms.write_manifest(L.STEP, {'alice': {**lms.read_manifest(L.STEP, course)['alice'], 'lms': 'canvas'}}, course)
+    downloaded = f'ashbyalice_LATE_101_311_Copy of {L.NOTEBOOK}'
+    lms.write_manifest(L.STEP, {'alice': {**lms.read_manifest(L.STEP, course)['alice'], 'lms': 'canvas',
+                                          'lms_id': '101', 'file': downloaded}}, course)
     with Gradebook(f'sqlite:///{course / "gradebook.db"}') as gb:
         written = lms.package_feedback(gb, course)
-    assert {p.relative_to(course).as_posix() for p in written} >= {f'lms/feedback-canvas/Ashby Alice (101)/{L.STEP}/{page}'}
+    assert {p.relative_to(course).as_posix() for p in written} == {f'lms/feedback-canvas-{L.STEP}.zip',
+                                                                   f'lms/feedback-moodle-{L.STEP}.zip'}
+    with zipfile.ZipFile(course / 'lms' / f'feedback-canvas-{L.STEP}.zip') as z:
+        assert z.namelist() == [f'ashbyalice_LATE_101_311_{page}'] and z.read(z.namelist()[0]) == b'<p>feedback for alice</p>'
+    digits = [part for part in f'ashbyalice_LATE_101_311_{page}'.split('_') if part.isdigit()][:2]
+    assert digits == ['101', '311'], 'Canvas takes the first two all-digit parts as the user and the attachment id'
+
+
+def test_canvas_gradebook_export_is_read_as_the_roster(tmp_path):
+    """Canvas's Grades > Export as it is: Student is "Last, First", ID the Canvas user id, no email column; the Points
+    Possible row and the Test Student left out; the id from the SIS Login ID, else canvas-<ID>."""
+    export = tmp_path / 'canvas-gradebook.csv'
+    export.write_text('Student,ID,SIS User ID,SIS Login ID,Section,Week 1 (1234)\n'
+                      '    Points Possible,,,,,25\n'
+                      '"Ashby, Alice",101,S1,alice@uni.example,Sec A,\n'
+                      '"Brown, Bob",102,,,Sec A,\n'
+                      '"Student, Test",999,,,Sec A,\n', encoding='utf-8')
+    roster = lms.read_roster(export)
+    assert roster == {'101': lms.Student('alice', 'Alice', 'Ashby', 'alice@uni.example', '101'),
+                      '102': lms.Student('canvas-102', 'Bob', 'Brown', '', '102')}
+
+
+def test_the_registry_finds_every_platform_module():
+    from course.classroom import lms_canvas, lms_lti13, lms_moodle
+
+    assert lms.platforms() == {'canvas': lms_canvas.PLATFORM, 'lti13': lms_lti13.PLATFORM, 'moodle': lms_moodle.PLATFORM}
+    assert sorted(lms.downloads()) == ['canvas', 'moodle'], 'LTI has no download to collect'
 
 
 # The class graded end to end: four on the roster; from Moodle, Alice's perfect notebook on time, Bob's with the step's
@@ -380,8 +409,8 @@ LATE = '2026-12-02 02:59:00+00:00'
 def graded_class(tmp_path_factory):
     """collect (Moodle) -> make grade (one step) -> nbgrader's own export (CsvExportPlugin), in a copy of the course:
     (course, {student: our grades.csv row}, {student: nbgrader's row}, collect's lines)."""
-    from classroom import run
     from course.authoring.demo import edited, sampled, solved
+    from support.classroom import run
 
     tmp = tmp_path_factory.mktemp('lms')
     root = copy_course(tmp / 'course')
@@ -426,10 +455,30 @@ def test_every_grade_status_and_late_penalty_of_the_collected_class_is_nbgraders
     assert float(ours['erin']['score']) == 0.0
 
 
-def test_grades_go_back_as_canvas_and_moodle_import_them(graded_class):
+def test_grades_go_back_as_canvas_and_moodle_import_them(graded_class, tmp_path):
+    """The class collected from Moodle gets Moodle's files and no Canvas file; the same class as if collected from Canvas
+    (its manifest saying so, in a copy of the course) gets Canvas's gradebook import."""
     root, ours, theirs, _ = graded_class
     people = {p.lms_id: p for p in CLASS}
-    with open(root / 'lms' / 'grades-canvas.csv', newline='') as f:
+    assert not (root / 'lms' / 'grades-canvas.csv').exists(), 'a Moodle class needs no Canvas grade file'
+    copy = tmp_path / 'course'
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns('.build', 'submitted', 'autograded'))
+    manifest = lms.read_manifest(L.STEP, copy)
+    lms.write_manifest(L.STEP, {s: {**r, 'lms': 'canvas'} for s, r in manifest.items()}, copy)
+    from nbgrader.api import Gradebook
+
+    from course.reports.export import write_all
+
+    with Gradebook(f'sqlite:///{copy / "gradebook.db"}') as gb:
+        write_all(gb, copy / 'grades.csv', copy)
+    assert not (copy / 'lms' / 'grades-moodle.csv').exists(), 'a Canvas class needs no Moodle grade file'
+    # make grade ends by naming each file and where it goes in the LMS
+    said = lms.where_to_upload(root).splitlines()
+    assert said[:3] == ['', 'for the LMS:', '  lms/grades-moodle.csv  ->  Moodle: Grades > Import > CSV file (users by '
+                        'Email address)'] and any(f'moodle-worksheet-{L.STEP}.csv' in line for line in said), said
+    assert lms.where_to_upload(copy).splitlines()[2] == ('  lms/grades-canvas.csv  ->  Canvas: Grades > Import (matched '
+                                                         'by the ID column)')
+    with open(copy / 'lms' / 'grades-canvas.csv', newline='') as f:
         table = list(csv.reader(f))
     assert table[0] == ['Student', 'ID', 'SIS User ID', 'SIS Login ID', 'Section', L.STEP, 'Final Points']
     assert table[1][0].strip() == 'Points Possible' and float(table[1][5]) == float(theirs['alice']['max_score'])

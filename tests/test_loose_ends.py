@@ -1,4 +1,4 @@
-"""The grading run's loose ends, on the small synthetic step (tests/synthetic.py) alone: what a submission's status says
+"""The grading run's loose ends, on the small synthetic step (tests/support/synthetic.py) alone: what a submission's status says
 when the grader's probe, run on the student's code after the notebook, runs past the cell limit; a time limit met on a
 busy machine; an old result record without `failures` read by the class report; and the formgrader's MathJax, served by
 the course's own Jupyter server instead of a CDN."""
@@ -10,14 +10,14 @@ import sys
 
 import pytest
 
-import synthetic
 from conftest import can_sandbox
-from corpus import with_code
 from course import runner
 from course.authoring.demo import edited, solved
 from course.cells import read
 from course.layout import copy_course, result_path, steps
 from course.reports import classreport, results
+from support import synthetic
+from support.corpus import with_code
 
 # add() hangs on the grader's numbers only (standard normals: long reprs), never on the test cells' (1, 2, -5.5, 5.5...):
 # the notebook runs through, and only the probe, which calls add() on the grader's inputs, meets the cell limit
@@ -34,6 +34,7 @@ def graded(tmp_path_factory):
         shutil.rmtree(root / 'source' / step)
         shutil.rmtree(root / 'release' / step, ignore_errors=True)
     synthetic.add_to(root)
+    synthetic.unschedule(root)
     env = runner.env(root)
     done = subprocess.run([sys.executable, '-m', 'course.authoring.build'], cwd=root, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -84,7 +85,7 @@ def test_a_cell_timeout_records_how_busy_the_machine_was(graded):
     ('submission', {'stopped': 'timeout', 'seconds': {'limit': 180}}),
 ])
 def test_a_time_limit_met_on_a_busy_machine_is_not_charged_silently(where, record_fields):
-    base = {**results.new('step9', 'amy', 'warm'), 'graded': True, **record_fields}
+    base = {**results.new(synthetic.STEP, 'amy', 'warm'), 'graded': True, **record_fields}
     busy = {**base, 'timeouts': {where: {'load': 7.5, 'cores': 2}}}
     quiet = {**base, 'timeouts': {where: {'load': 1.2, 'cores': 2}}}
     status, detail = results.status(busy)

@@ -1,4 +1,4 @@
-"""Adding a step is adding a folder: a synthetic second step (tests/synthetic.py), with its own notebook, shipped file,
+"""Adding a step is adding a folder: a synthetic second step (tests/support/synthetic.py), with its own notebook, shipped file,
 checks and mistakes, is added to a temporary course holding the first real step; `make build`, `make check` and
 `make mutants` (their modules) handle it with no change to the tooling."""
 
@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-import synthetic
 from course import runner
 from course.cells import STUB_LINE, read, role
-from course.layout import copy_course, steps
+from course.layout import copy_course, demo_root, steps
+from support import synthetic
 
 FIRST = steps()[0]
 
@@ -34,6 +34,7 @@ def course(tmp_path_factory):
             shutil.rmtree(root / 'release' / step, ignore_errors=True)
     (root / 'source' / FIRST / 'instructor' / 'bank.py').unlink()
     synthetic.add_to(root)
+    synthetic.unschedule(root)
     built = module(root, 'course.authoring.build')
     checked = module(root, 'course.authoring.build', '--check')
     graded = module(root, 'course.grader.grade', '--demo', '--kill-matrix', '--cell-timeout=60', '--timeout=600')
@@ -64,7 +65,7 @@ def test_grading_and_the_kill_matrix_cover_the_new_step(course):
 
 
 def test_grades_csv_has_the_new_step_as_rows_and_the_total_as_a_column(course):
-    root = course[0]
+    root = demo_root(course[0])  # --demo grades in the demo's own course
     with open(root / 'grades.csv', newline='') as f:
         rows = {(r['step'], r['student_id']): r for r in csv.DictReader(f)}
     assert rows[(synthetic.STEP, 'perfect')]['autograded'] == '3.0' and rows[(synthetic.STEP, 'perfect')]['status'] == 'graded'
@@ -79,6 +80,6 @@ def test_grades_csv_has_the_new_step_as_rows_and_the_total_as_a_column(course):
 def test_results_record_each_submission_of_the_new_step(course):
     import json
 
-    root = course[0]
+    root = demo_root(course[0])
     record = json.loads((root / 'results' / synthetic.STEP / 'subtracts.json').read_text())
     assert record['status'] == 'graded' and record['autograde']['success'] and record['seconds']['autograde'] > 0, record

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NO_SANDBOX, can_sandbox
-from course.layout import ROOT
+from course.layout import ROOT, steps
 
 ACCOUNT = 'course-instructor'
 SYSTEM_PYTHON = '/usr/bin/python3.11'  # Debian 12's (3.11.2), not the pyenv build the suite itself runs on
@@ -125,7 +125,7 @@ def test_a_demo_class_is_graded_with_warm_kernels_as_that_account(account):
     """course.grader.grade --demo on the first step's sample of its bank, as the account: warm kernels, sandboxed, and the
     perfect submission gets full marks."""
     home, course = account
-    done = as_account(home, course, '.venv/bin/python -m course.grader.grade --demo --sample --step step1', timeout=900)
+    done = as_account(home, course, f'.venv/bin/python -m course.grader.grade --demo --sample --step {steps()[0]}', timeout=900)
     out = done.stdout + done.stderr
     assert done.returncode == 0 and 'grading with warm kernels' in out, out[-3000:]
     perfect = next(line for line in done.stdout.splitlines() if line.startswith('perfect '))

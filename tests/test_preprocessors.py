@@ -115,7 +115,7 @@ def test_a_record_over_budget_is_refused_before_it_is_decompressed(tmp_path, kin
     """A record of a few MB that declares 2 GiB of numbers (every byte really there: its CRCs hold), one of
     20,000 tiny entries, one whose array header declares more than its entry holds, and one compressed with a method
     whose decompressor takes no output bound, each raise OverBudget, having allocated almost nothing."""
-    from corpus import many_entries, record_bomb
+    from support.corpus import many_entries, record_bomb
 
     path = tmp_path / 'record.npz'
     if kind == 'bomb':
@@ -143,16 +143,17 @@ def test_a_real_records_size_is_far_within_the_budget(tmp_path):
 
 def test_outputs_past_the_budget_are_dropped_but_each_cells_first_error_is_kept():
     """RecordedExecute holds a notebook's outputs to max_output_bytes as they arrive (here 100 bytes): later
-    outputs are dropped with one note, and OVER_BUDGET says why; but a cell's first error is kept, capped (nbgrader
+    outputs are dropped with one note, and the submission's outcome says why; but a cell's first error is kept, capped (nbgrader
     scores a test cell by its error: dropping it would give a failed test its points), and a second one is not."""
-    from course.grader.preprocessors import OVER_BUDGET, RecordedExecute
+    from course.grader import outcome
+    from course.grader.preprocessors import RecordedExecute
 
     def msg(kind, **content):
         return {'msg_type': kind, 'header': {'msg_type': kind}, 'parent_header': {'msg_id': 'm'}, 'content': content}
 
     ep = RecordedExecute(max_output_bytes=120)
     ep.reset_execution_trackers()
-    ep.clear_before_next_output, ep.output_bytes, OVER_BUDGET['reason'] = False, 0, None
+    ep.clear_before_next_output, ep.output_bytes, ep.resources = False, 0, {}  # as preprocess() sets them
     outs = []
     for _ in range(5):
         ep.output(outs, msg('stream', name='stdout', text='y' * 40), None, 0)
@@ -163,5 +164,4 @@ def test_outputs_past_the_budget_are_dropped_but_each_cells_first_error_is_kept(
     assert kinds == ['stream', 'stream', 'stream', 'error'], kinds  # two of 54 bytes (keys too), the note, the first error
     assert 'outputs dropped by the grader' in outs[2].text, outs[2]
     assert outs[3].ename == 'AssertionError' and len(outs[3].evalue) < 2100 and len(outs[3].traceback) == 20, outs[3]
-    assert OVER_BUDGET['reason'].startswith('its outputs passed'), OVER_BUDGET
-    OVER_BUDGET['reason'] = None
+    assert outcome.of(ep.resources).over_budget.startswith('its outputs passed'), ep.resources

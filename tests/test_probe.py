@@ -1,5 +1,5 @@
 """The probe every step shares: its runtime (course/grader/probe.py, sent to the student's kernel as code), the cell AddProbe
-builds from it and a step's probe(), and what reaches the claims (course/grader/claims.py)."""
+builds from it and a step's probe parts (@records), and what reaches the claims (course/grader/claims.py)."""
 
 import importlib.util
 import inspect
@@ -62,7 +62,7 @@ def test_a_guard_added_to_the_runtime_reaches_every_step(step, tmp_path, monkeyp
 
 @pytest.mark.parametrize('step', steps())
 def test_each_step_probe_is_sent_whole_with_its_constants_as_data(step):
-    """probe() uses only its parameters, builtins and its own imports (probe_cell refuses anything else), and the
+    """The probe parts use only their parameters, builtins and their own imports (probe_cell refuses anything else), and the
     constants it takes reach the kernel unchanged, as JSON."""
     checks = instructor_module(step, 'checks')
     compile(probe_cell(checks), f'{step} probe cell', 'exec')
@@ -74,7 +74,7 @@ def checks_file(folder, source):
     """A checks.py written in folder, imported as the grader imports a step's."""
     path = folder / 'instructor' / 'checks.py'
     path.parent.mkdir()
-    path.write_text('import numpy as np\n\n\n' + source)
+    path.write_text('import numpy as np\n\nfrom course.grader.claims import records\n\n\n' + source)
     spec = importlib.util.spec_from_file_location('some_step_checks', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -82,34 +82,35 @@ def checks_file(folder, source):
 
 
 def test_a_probe_using_a_name_of_checks_py_is_refused_in_one_line(tmp_path):
-    checks = checks_file(tmp_path, 'LIMIT = 3\n\n\ndef probe(nb, inp, run):\n    run("f", lambda: {"x": nb.f(LIMIT)})\n')
+    checks = checks_file(tmp_path, 'LIMIT = 3\n\n\n@records\ndef probe(nb, inp, run):\n'
+                                   '    run("f", lambda: {"x": nb.f(LIMIT)})\n')
     with pytest.raises(ValueError) as e:
         probe_cell(checks)
     assert 'instructor/checks.py' in str(e.value) and 'LIMIT' in str(e.value) and '\n' not in str(e.value), e.value
 
 
 def test_helpers_are_sent_with_the_probe_and_checked_as_it_is(tmp_path, monkeypatch):
-    """A helper of PROBE_HELPERS (here one the grader's claims would use too) reaches the kernel with probe(), which
+    """A helper of PROBE_HELPERS (here one the grader's claims would use too) reaches the kernel with the probe part, which
     calls it; one that uses a name of checks.py is refused in one line, naming the name."""
     checks = checks_file(tmp_path, (
         "def make_inputs():\n    return {'x': np.arange(3.0)}\n\n\n"
         'def double(t):\n    return 2 * t\n\n\n'
         'PROBE_HELPERS = (double,)\n\n\n'
-        "def probe(nb, inp, run):\n    run('f', lambda: {'y': nb.f(double(inp.tensor('x')))})\n"))
+        "@records\ndef probe(nb, inp, run):\n    run('f', lambda: {'y': nb.f(double(inp.tensor('x')))})\n"))
     write_inputs(tmp_path, checks)
     record = run_cell(probe_cell(checks), tmp_path, monkeypatch, {'f': lambda t: t + 1})
     assert np.array_equal(record['f.y'], [1.0, 3.0, 5.0]), record
     (tmp_path / 'refused').mkdir()
     checks = checks_file(tmp_path / 'refused', (
         'LIMIT = 3\n\n\ndef clip(t):\n    return t.clamp(max=LIMIT)\n\n\nPROBE_HELPERS = (clip,)\n\n\n'
-        "def probe(nb, inp, run):\n    run('f', lambda: {'y': clip(nb.f())})\n"))
+        "@records\ndef probe(nb, inp, run):\n    run('f', lambda: {'y': clip(nb.f())})\n"))
     with pytest.raises(ValueError) as e:
         probe_cell(checks)
     assert 'instructor/checks.py' in str(e.value) and 'LIMIT' in str(e.value) and '\n' not in str(e.value), e.value
 
 
 def test_a_constant_that_is_not_json_is_refused_in_one_line(tmp_path):
-    checks = checks_file(tmp_path, 'SHAPE = np.zeros(3)\n\n\ndef probe(nb, inp, run, *, SHAPE):\n    pass\n')
+    checks = checks_file(tmp_path, 'SHAPE = np.zeros(3)\n\n\n@records\ndef probe(nb, inp, run, *, SHAPE):\n    pass\n')
     with pytest.raises(ValueError) as e:
         probe_constants(checks)
     assert 'instructor/checks.py' in str(e.value) and 'not JSON' in str(e.value) and '\n' not in str(e.value), e.value
@@ -118,7 +119,7 @@ def test_a_constant_that_is_not_json_is_refused_in_one_line(tmp_path):
 def test_the_cell_defines_nothing_in_the_notebook_and_saves_the_record_whatever_happens(tmp_path, monkeypatch):
     checks = checks_file(tmp_path, (
         "def make_inputs():\n    return {'x': np.arange(3.0)}\n\n\n"
-        'def probe(nb, inp, run, *, FACTOR):\n'
+        '@records\ndef probe(nb, inp, run, *, FACTOR):\n'
         "    run('scale', lambda: {'y': nb.scale(inp.tensor('x'), FACTOR)})\n"
         "    raise RuntimeError('the probe itself failed')\n\n\n"
         'FACTOR = 2.5\n'))
@@ -128,6 +129,32 @@ def test_the_cell_defines_nothing_in_the_notebook_and_saves_the_record_whatever_
     assert set(notebook) == {'scale', 'Record', '__builtins__'} and notebook['Record'] == "the student's own Record"
     assert np.array_equal(record['scale.y'], [0.0, 2.5, 5.0]), record
     assert 'the probe itself failed' in str(record['probe.error'])
+
+
+def test_the_parts_run_in_order_each_with_its_constants_and_a_failing_part_costs_only_itself(tmp_path, monkeypatch):
+    """A step's probe is its @records parts, run in the order checks.py defines them, each given the constants it takes
+    (all of them reach the kernel as data); a part that raises outside its functions records '<part>.error' and the
+    next part still runs."""
+    checks = checks_file(tmp_path, (
+        "def make_inputs():\n    return {'x': np.arange(3.0)}\n\n\n"
+        'SHIFT, FACTOR = 1.0, 2.0\n\n\n'
+        '@records\ndef shifted(nb, inp, run, *, SHIFT):\n'
+        "    run('shift', lambda: {'y': nb.shift(inp.tensor('x'), SHIFT)})\n"
+        "    raise RuntimeError('the first part failed')\n\n\n"
+        '@records\ndef scaled(nb, inp, run, *, FACTOR):\n'
+        "    run('scale', lambda: {'y': nb.scale(inp.tensor('x'), FACTOR)})\n"))
+    assert json.loads(probe_constants(checks)) == {'FACTOR': 2.0, 'SHIFT': 1.0}
+    write_inputs(tmp_path, checks)
+    record = run_cell(probe_cell(checks), tmp_path, monkeypatch, {'shift': lambda t, k: t + k, 'scale': lambda t, k: k * t})
+    assert np.array_equal(record['shift.y'], [1.0, 2.0, 3.0]) and np.array_equal(record['scale.y'], [0.0, 2.0, 4.0]), record
+    assert 'the first part failed' in str(record['shifted.error']) and 'probe.error' not in record, record
+
+
+def test_a_checks_py_without_a_probe_part_is_refused_in_one_line(tmp_path):
+    checks = checks_file(tmp_path, "def probe(nb, inp, run):\n    run('f', lambda: {'x': nb.f()})\n")
+    with pytest.raises(ValueError) as e:
+        probe_cell(checks)
+    assert 'instructor/checks.py' in str(e.value) and '@records' in str(e.value) and '\n' not in str(e.value), e.value
 
 
 def test_odd_values_cost_only_their_own_entries():

@@ -2,10 +2,8 @@
 and the student repository, is the same tree each time, and is never written over a hand edit. Every date is given
 (--now); none is read from the clock."""
 
-import copy
 import json
 import re
-import tomllib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -13,39 +11,47 @@ import pytest
 
 from course.authoring.build import REPO_LINK, _parts
 from course.authoring.publish import (
+    ANY_LMS,
     CPU_INDEX,
     MANIFEST,
+    RUBRIC,
     STUDENT_TEXT,
     PublishError,
+    destination,
     late_rule,
     main,
     publish,
     schedule,
     student_text,
+    with_lms,
 )
 from course.authoring.reproduced import own_secret_lines
-from course.cells import read
-from course.layout import ROOT, notebooks, settings, steps
+from course.cells import read, role
+from course.layout import ROOT, notebooks, steps
+from course.settings import SettingsError, load, parse
 
 WEEK = timedelta(days=7)
 START = datetime(2027, 1, 11, 9, tzinfo=timezone(timedelta(hours=1)))
+STUDENTS = 'example-school/transformer-students'  # not the placeholder course.toml ships with, which make publish refuses
 
 
-def config(dated=True, solution=True, **overrides):
-    """course.toml as parsed, with a weekly schedule from START (each step due a week after its release, the next
-    released an hour later) and solution set for every step, unless overridden per step."""
-    c = copy.deepcopy(settings(ROOT))
-    c['schedule'] = {}
+def config(dated=True, solution=True, publish=None, **overrides):
+    """course.toml's settings with the student repository STUDENTS (and publish's other keys), a weekly schedule from
+    START (each step due a week after its release, the next released an hour later) and solution set for every step,
+    unless overridden per step."""
+    s = load()
+    given = {'github': s.github, 'branch': s.branch, 'data': {'url': s.data.url, 'sha256': s.data.sha256},
+             'publish': {'github': STUDENTS, **(publish or {})}, 'schedule': {}}
     for i, step in enumerate(steps()):
         entry = {'solution': solution}
         if dated:
             entry |= {'release': START + i * (WEEK + timedelta(hours=1)), 'due': START + (i + 1) * WEEK + i * timedelta(hours=1)}
-        c['schedule'][step] = entry | overrides.get(step, {})
-    return c
+        given['schedule'][step] = entry | overrides.get(step, {})
+    return parse(given)
 
 
 MID = config()
-MID_NOW = MID['schedule']['step5']['release'] + timedelta(days=1)  # Steps 1-4 past due, Step 5 open, Step 6 not released
+MID_NOW = MID.schedule['step5'].release + timedelta(days=1)  # Steps 1-4 past due, Step 5 open, Step 6 not released
 
 
 def files_of(tree):
@@ -92,8 +98,8 @@ def mid_course(tmp_path_factory):
 def test_mid_course_publishes_what_is_due_and_nothing_else(mid_course):
     out, st = mid_course
     assert {s: (x.open, x.past_due, x.solution) for s, x in st.items()} == {
-        **{s: (True, True, True) for s in ('step1', 'step2', 'step3', 'step4')},
-        'step5': (True, False, False), 'step6': (False, False, False)}, 'the schedule is not mid-course as meant'
+        **{s: (True, True, True) for s in ('step1', 'step2', 'step3', 'step4')}, 'step5': (True, False, False),
+        **{s: (False, False, False) for s in steps()[steps().index('step5') + 1:]}}, 'the schedule is not mid-course as meant'
     published = {p.split('/')[0] for p in files_of(out) if '/' in p}
     assert published == {'step1', 'step2', 'step3', 'step4', 'step5'}, f'expected Steps 1-5 published, got {published}'
     for step in ('step1', 'step2', 'step3', 'step4'):
@@ -104,25 +110,31 @@ def test_mid_course_publishes_what_is_due_and_nothing_else(mid_course):
 
 def test_mid_course_shows_no_line_of_a_solution_not_yet_due(mid_course):
     """Over every file of the published tree: no line of a solution region, hidden test, model answer or rubric of Step 5
-    (open, not due) or Step 6 (not released). The same scan of Step 6's release finds Step 5's solution (it rebuilds
-    Step 5's block), so it is a scan that finds a leak when there is one."""
+    (open, not due) or of a later step (not released). The same scan of Step 6's release finds Step 5's solution (it
+    rebuilds Step 5's block), and of Step 7's release Step 6's, so it is a scan that finds a leak when there is one."""
     out, _ = mid_course
-    found = leaks(out, ['step5', 'step6'])
+    found = leaks(out, steps()[4:])
     assert not found, f'solution lines of a step not yet due are published: {found}'
     step6 = leaks(ROOT / 'release' / 'step6', ['step5'])
     assert step6, 'the scan finds none of Step 5\'s solution in Step 6\'s release, which rebuilds it: the scan is blind'
+    step7 = leaks(ROOT / 'release' / 'step7', ['step6'])
+    assert step7, 'the scan finds none of Step 6\'s solution in Step 7\'s release, which rebuilds it: the scan is blind'
 
 
-def test_a_step_opens_only_after_every_step_it_reproduces_is_past_due(tmp_path):
-    """Step 6 released while Step 5 is still open: Step 6 shows Step 5's solution, so it waits for Step 5's due date."""
-    c = config(step6={'release': MID['schedule']['step5']['release'] + timedelta(days=2)})
-    early = c['schedule']['step6']['release'] + timedelta(hours=1)
+@pytest.mark.parametrize('later, earlier', [('step6', 'step5'), ('step7', 'step6')])
+def test_a_step_opens_only_after_every_step_it_reproduces_is_past_due(tmp_path, later, earlier):
+    """Step 6 released while Step 5 is still open (Step 7 while Step 6 is): it shows the earlier step's solution, so it
+    waits for that step's due date."""
+    c = config(**{later: {'release': MID.schedule[earlier].release + timedelta(days=2)}})
+    early = c.schedule[later].release + timedelta(hours=1)
     lines, st = publish(tmp_path / 'a', early, config=c)
-    assert not st['step6'].open and st['step6'].opens == c['schedule']['step5']['due'], st['step6']
-    assert any(line.startswith('note: step6') and 'step5' in line for line in lines), lines
-    assert not leaks(tmp_path / 'a', ['step5', 'step6'])
-    _, st = publish(tmp_path / 'b', c['schedule']['step5']['due'] + timedelta(minutes=1), config=c)
-    assert st['step6'].open, 'Step 6 should open once Step 5 is past due'
+    assert not st[later].open and st[later].opens == c.schedule[earlier].due, st[later]
+    assert any(line.startswith(f'note: {later}') and earlier in line for line in lines), lines
+    assert not leaks(tmp_path / 'a', [later])
+    open_not_due = leaks(tmp_path / 'a', [earlier])  # its own release is out, and may name a line of its solution in prose
+    assert not {f: hits for f, hits in open_not_due.items() if not f.startswith(f'{earlier}/')}, open_not_due
+    _, st = publish(tmp_path / 'b', c.schedule[earlier].due + timedelta(minutes=1), config=c)
+    assert st[later].open, f'{later} should open once {earlier} is past due'
 
 
 def test_nothing_of_the_instructor_is_published(tmp_path):
@@ -148,7 +160,7 @@ def test_every_link_resolves_in_the_tree_or_names_the_student_repository(tmp_pat
     data's char-rnn); this repository's name appears in no file."""
     c = config(dated=False)
     publish(tmp_path, MID_NOW, config=c)
-    student, mine = c['publish']['github'], c['github']
+    student, mine = c.publish.github, c.github
     problems, checked = [], 0
     for rel in files_of(tmp_path):
         if rel == MANIFEST or rel.endswith('.pt'):
@@ -189,10 +201,10 @@ def test_a_later_date_adds_steps_and_keeps_a_git_folder(tmp_path):
     (tmp_path / '.git').mkdir(parents=True)
     (tmp_path / '.git' / 'HEAD').write_text('ref: refs/heads/main\n')
     publish(tmp_path, MID_NOW, config=MID)
-    lines, st = publish(tmp_path, MID['schedule']['step6']['due'] + timedelta(days=1), config=MID)
+    lines, st = publish(tmp_path, MID.schedule['step6'].due + timedelta(days=1), config=MID)
     assert st['step6'].open and (tmp_path / 'step6' / 'step6_tiny_gpt.ipynb').is_file()
     assert (tmp_path / '.git' / 'HEAD').is_file(), 'make publish must leave the repository\'s .git alone'
-    assert 'wrote step5/solution/step5_multihead_block.ipynb' in lines
+    assert f'wrote {tmp_path}/step5/solution/step5_multihead_block.ipynb' in lines
 
 
 def run_main(capsys, *args):
@@ -201,8 +213,16 @@ def run_main(capsys, *args):
     return str(e.value.code)
 
 
+@pytest.fixture
+def mid(monkeypatch):
+    """The command (main) on MID's settings, not the course's own course.toml (which names the placeholder)."""
+    import course.authoring.publish as P
+
+    monkeypatch.setattr(P, 'load', lambda root=ROOT: MID)
+
+
 @pytest.mark.parametrize('edit', ['change', 'add'])
-def test_a_hand_edit_is_refused_in_one_line_and_kept(tmp_path, capsys, edit):
+def test_a_hand_edit_is_refused_in_one_line_and_kept(tmp_path, capsys, mid, edit):
     now = MID_NOW.isoformat()
     main(['--now', now, '--out', str(tmp_path)])
     target = tmp_path / ('README.md' if edit == 'change' else 'step1/notes.md')
@@ -214,42 +234,29 @@ def test_a_hand_edit_is_refused_in_one_line_and_kept(tmp_path, capsys, edit):
     assert (target.read_text() != 'my own notes\n') if edit == 'change' else not target.exists()
 
 
-def test_a_folder_make_publish_did_not_write_is_refused(tmp_path, capsys):
+def test_a_folder_make_publish_did_not_write_is_refused(tmp_path, capsys, mid):
     (tmp_path / 'thesis.tex').write_text('mine\n')
     message = run_main(capsys, '--now', MID_NOW.isoformat(), '--out', str(tmp_path))
     assert 'thesis.tex' in message and '\n' not in message
     assert files_of(tmp_path) == ['thesis.tex']
 
 
-@pytest.mark.parametrize('entry, said', [
-    ({'release': '2027-01-11T09:00:00', 'due': '2027-01-18T09:00:00+00:00'}, 'no timezone'),
-    ({'release': datetime(2027, 1, 11).date(), 'due': '2027-01-18T09:00:00+00:00'}, 'no time and timezone'),
-    ({'release': '2027-01-18T09:00:00+00:00', 'due': '2027-01-11T09:00:00+00:00'}, 'not after release'),
-    ({'release': 'next monday', 'due': '2027-01-11T09:00:00+00:00'}, 'not an ISO 8601'),
-    ({'due': '2027-01-11T09:00:00+00:00'}, 'give both'),
-    ({'relase': '2027-01-11T09:00:00+00:00'}, 'only release, due and solution'),
-    ({'solution': 'false'}, "solution is 'false': write true or false, unquoted"),
-])
-def test_a_bad_schedule_says_what_to_fix(entry, said):
-    c = config()
-    c['schedule']['step1'] = entry
-    with pytest.raises(PublishError, match=said) as e:
-        schedule(c)
-    assert str(e.value).startswith('course.toml: [schedule] step1') and '\n' not in str(e.value)
+def test_a_half_dated_schedule_is_refused_and_a_bad_line_stops_on_load():
+    """Every step dated or none (publish's own rule); a bad line of the schedule never reaches publish: course.settings
+    refuses it on load, naming it (tests/test_settings.py has a case for each kind)."""
+    s = load()
+    given = {'github': s.github, 'data': {'url': s.data.url, 'sha256': s.data.sha256}, 'publish': {'github': STUDENTS},
+             'schedule': {step: {'release': START + i * WEEK, 'due': START + (i + 1) * WEEK}
+                          for i, step in enumerate(steps()) if step != 'step3'}}
+    with pytest.raises(PublishError, match=r'^course.toml: \[schedule\] dates step1, step2, step4.* but not step3: date '
+                                           'every step, or none'):
+        schedule(parse(given))
+    given['schedule']['step9'] = {'release': START, 'due': START + WEEK}
+    with pytest.raises(SettingsError, match=r'^course.toml: \[schedule\] step9: there is no step step9 in source/'):
+        parse(given)
 
 
-def test_a_half_dated_schedule_and_an_unknown_step_are_refused():
-    c = config()
-    c['schedule']['step3'] = {}
-    with pytest.raises(PublishError, match='date every step, or none'):
-        schedule(c)
-    c = config()
-    c['schedule']['step9'] = {}
-    with pytest.raises(PublishError, match='step9, not a step'):
-        schedule(c)
-
-
-def test_now_without_a_timezone_is_refused(capsys):
+def test_now_without_a_timezone_is_refused(capsys, mid):
     assert 'no timezone' in run_main(capsys, '--now', '2027-02-01T12:00:00', '--out', '/nonexistent/never-written')
 
 
@@ -258,12 +265,12 @@ def test_the_readme_hands_in_as_the_docs_tell_students_with_the_late_rule_of_nbg
     """The README's "Handing in" is the docs section that tells students (docs/lms.md's For students, or
     docs/publishing.md's For students on the hub), as it is, and not the other one; then the late rule that
     nbgrader_config.py sets ('zero')."""
-    c = config()
-    c['publish'] = {**c['publish'], 'handin': handin, 'handin_url': 'https://lms.example.edu/course/7'}
+    c = config(publish={'handin': handin, 'handin_url': 'https://lms.example.edu/course/7'})
     publish(tmp_path, MID_NOW, config=c)
     section = (tmp_path / 'README.md').read_text().split('## Handing in\n')[1].split('\n## ')[0]
     other = next(h for h in STUDENT_TEXT if h != handin)
-    assert student_text(handin) in section and student_text(other) not in section, section
+    told = with_lms(student_text(handin), 'Canvas') if handin == 'lms' else student_text(handin)
+    assert told in section and student_text(other) not in section, section
     assert 'Where: <https://lms.example.edu/course/7>' in section
     assert 'after its due date scores 0' in section, 'nbgrader_config.py gives late work 0: the README should say so'
 
@@ -327,12 +334,25 @@ def test_the_local_install_takes_the_cpu_build_of_torch(tmp_path):
     assert chosen == {**pins, 'torch': '2.13.0+cpu'}, chosen
 
 
-def test_a_future_now_is_refused_unless_written_elsewhere(tmp_path):
-    """NOW=next month without OUT would put steps not yet open into the folder pushed to students."""
+def test_now_previews_in_a_folder_of_its_own_and_every_line_names_the_folder(tmp_path):
+    """NOW=... make publish (--now without --out) writes <[publish] folder>-preview/, never the folder pushed to students;
+    without NOW, the [publish] folder; OUT= wherever it says. What it writes is said with the folder."""
     later = datetime.now(timezone.utc) + timedelta(days=30)
-    with pytest.raises(PublishError, match='later than the clock'):
-        publish(None, later, config=MID)
-    publish(tmp_path, later, config=MID)
+    assert destination(None, later, ROOT, MID) == ROOT / 'student-preview'
+    assert destination(None, None, ROOT, MID) == ROOT / 'student'
+    assert destination(tmp_path, later, ROOT, MID) == tmp_path
+    lines, _ = publish(tmp_path / 'out', later, config=MID)
+    wrote = [line for line in lines if line.startswith('wrote ')]
+    assert f'wrote {tmp_path / "out"}/README.md' in wrote and all(f' {tmp_path / "out"}/' in line for line in wrote), wrote
+
+
+def test_the_placeholder_student_repository_is_refused_and_nothing_written(tmp_path, capsys):
+    """course.toml ships a placeholder [publish] github: every badge would open a repository that is not the class's."""
+    with pytest.raises(SettingsError, match=r'\[publish\] github is build-a-transformer/course-students, the placeholder'):
+        publish(tmp_path, MID_NOW, config=config(publish={'github': 'build-a-transformer/course-students'}))
+    assert not any(tmp_path.iterdir())
+    message = run_main(capsys, '--now', MID_NOW.isoformat(), '--out', str(tmp_path))  # the course's own course.toml
+    assert message.startswith('error: course.toml: [publish] github is ') and '\n' not in message, message
 
 
 def test_anything_still_naming_this_repository_is_refused(tmp_path, monkeypatch):
@@ -340,18 +360,9 @@ def test_anything_still_naming_this_repository_is_refused(tmp_path, monkeypatch)
     say) stops publishing, naming the file."""
     import course.authoring.publish as P
 
-    c = settings(ROOT)
-    monkeypatch.setattr(P, 'local_requirements', lambda root: f'# from https://github.com/{c["github"]}\n')
+    monkeypatch.setattr(P, 'local_requirements', lambda root: f'# from https://github.com/{load().github}\n')
     with pytest.raises(PublishError, match=r'^requirements.txt would name this repository'):
         publish(tmp_path, MID_NOW, config=MID)
-    assert not any(tmp_path.iterdir())
-
-
-def test_a_handin_url_that_is_no_address_is_refused(tmp_path):
-    c = config()
-    c['publish'] = {**c['publish'], 'handin_url': 'the usual place'}
-    with pytest.raises(PublishError, match=r"^course.toml: \[publish\] handin_url is 'the usual place'"):
-        publish(tmp_path, MID_NOW, config=c)
     assert not any(tmp_path.iterdir())
 
 
@@ -359,13 +370,13 @@ def test_the_published_notebooks_are_the_releases_and_solutions_with_student_lin
     """Only links change: every cell of a published notebook is its release's (a published solution: its executed
     solution's, outputs included), with this repository's name and folders replaced by the student repository's. So the
     Colab runs of release/ and notebooks/ (tests/test_colab_runtime.py) run what students get."""
-    c = settings(ROOT)
+    c = config(dated=False, publish={'hidden_tests': True})
 
     def student(text, step, name):
-        return (text.replace(c['github'], c['publish']['github']).replace('/release/', '/')
+        return (text.replace(c.github, c.publish.github).replace('/release/', '/')
                 .replace(f'/notebooks/{name}', f'/{step}/solution/{name}'))
 
-    publish(tmp_path, MID_NOW, config=config(dated=False))
+    publish(tmp_path, MID_NOW, config=c)
     compared = 0
     for step in steps():
         for name in notebooks(step):
@@ -394,13 +405,71 @@ def test_an_out_that_is_a_file_is_refused(tmp_path):
     assert (tmp_path / 'notes.txt').read_text() == 'mine\n'
 
 
-def test_a_schedule_that_is_no_table_and_a_course_toml_that_is_no_toml_are_refused(tmp_path, capsys, monkeypatch):
-    with pytest.raises(PublishError, match=r'^course.toml: schedule should be a table'):
-        schedule({**MID, 'schedule': 3})
-    import course.authoring.publish as P
+def test_a_published_solution_has_no_hidden_test_or_rubric_unless_asked(tmp_path):
+    """By default a published solution keeps its model answers but not its hidden tests or its rubrics (the next class's
+    grading); [publish] hidden_tests = true keeps them."""
+    publish(tmp_path / 'default', MID_NOW, config=config(dated=False))
+    publish(tmp_path / 'all', MID_NOW, config=config(dated=False, publish={'hidden_tests': True}))
+    checked = 0
+    for step in steps():
+        hidden = hidden_lines(step)
+        rubrics = [line for c in source_cells(step) if role(c) == 'answer' for line in RUBRIC.search(c.source)[0].splitlines()
+                   if len(line.strip()) > 20]
+        assert rubrics, f'{step}: no rubric found in its written answers'
+        for name in notebooks(step):
+            default = text_of(tmp_path / 'default' / step / 'solution' / name)
+            everything = text_of(tmp_path / 'all' / step / 'solution' / name)
+            leaked = [line for line in hidden + rubrics if line.strip() in default]
+            assert not leaked, f'{step}/solution/{name} publishes hidden tests or rubrics: {leaked[:3]}'
+            assert all(line.strip() in everything for line in hidden + rubrics), f'hidden_tests = true lost some in {name}'
+            checked += len(hidden) + len(rubrics)
+        answers = [c for name in notebooks(step) for c in read(tmp_path / 'default' / step / 'solution' / name).cells
+                   if role(c) == 'answer']
+        assert all(len(c.source) > 80 for c in answers), f'{step}: a model answer went with its rubric'
+    assert checked > 50
 
-    broken = tmp_path / 'course.toml'
-    broken.write_text('[publish\n')
-    monkeypatch.setattr(P, 'settings', lambda root: tomllib.loads(broken.read_text()))
-    message = run_main(capsys, '--now', MID_NOW.isoformat(), '--out', str(tmp_path / 'out'))
-    assert message.startswith('error: course.toml: ') and '\n' not in message, message
+
+def source_cells(step):
+    return [c for name in notebooks(step) for c in read(ROOT / 'source' / step / name).cells]
+
+
+def hidden_lines(step):
+    """The lines of the step's hidden tests that no visible part of its source shows."""
+    region = re.compile(r'^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS', re.M | re.S)
+    shown = {line.strip() for c in source_cells(step) for line in region.sub('', c.source).splitlines()}
+    return [line.strip() for c in source_cells(step) for body in region.findall(c.source) for line in body.splitlines()
+            if len(line.strip()) > 20 and not any(line.strip() in seen for seen in shown)]
+
+
+def test_every_written_answer_ends_with_its_rubric():
+    """The form make publish relies on to leave rubrics out of published solutions (publish.RUBRIC): in every step's
+    source, each written answer's last paragraph starts with *Rubric (or **Rubric), and nothing else does."""
+    for step in steps():
+        for c in source_cells(step):
+            if role(c) == 'answer':
+                m = RUBRIC.search(c.source)
+                gid = c.metadata.nbgrader.grade_id
+                assert m and '\n\n' not in m[0].strip(), f'{step} {gid}: its rubric is not its last paragraph'
+
+
+@pytest.mark.parametrize('lms', ['Canvas', 'Moodle', 'Brightspace'])
+def test_the_readme_names_the_courses_own_lms(tmp_path, lms):
+    """[publish] lms: the README's Handing in names it where the docs' text names every LMS, and keeps no sentence
+    meant for another one."""
+    publish(tmp_path, MID_NOW, config=config(publish={'lms': lms}))
+    section = (tmp_path / 'README.md').read_text().split('## Handing in\n')[1].split('\n## ')[0]
+    assert ANY_LMS in student_text('lms') and ANY_LMS not in section and f"course's {lms}" in section, section
+    others = {'Canvas', 'Moodle', 'Brightspace'} - {lms}
+    assert not [o for o in others if o in section], section
+    assert with_lms(student_text('lms'), lms) in section
+
+
+def test_files_url_moves_the_checkpoint_download_off_the_student_repository(tmp_path):
+    """A private student repository refuses students its raw files (Step 6's checkpoint): [publish] files_url points
+    that download at a folder that serves them (a release of a public repository); notebooks stay in the tree."""
+    assets = 'https://github.com/example-school/transformer-assets/releases/download/v1/'
+    publish(tmp_path, MID_NOW, config=config(dated=False, publish={'files_url': assets}))
+    nb = (tmp_path / 'step6' / 'step6_tiny_gpt.ipynb').read_text()
+    assert f'{assets}step6_gpt.pt' in nb and f'raw.githubusercontent.com/{STUDENTS}' not in nb
+    assert f'colab.research.google.com/github/{STUDENTS}/blob/main/step6/step6_tiny_gpt.ipynb' in nb
+    assert (tmp_path / 'step6' / 'step6_gpt.pt').is_file(), 'the checkpoint still ships in the tree, for a clone'

@@ -29,6 +29,10 @@ CASES = [
     (record(autograde={'success': False, 'error': 'OSError'}, graded=False), ('not graded', 'OSError')),
     (record(cells={'head': 'CellTimeoutError'}), ('timeout', 'in cell head')),
     (record(cells={'head': 'DeadKernelError'}), ('kernel died', 'in cell head')),
+    (record(refused='symbolic link: notes.txt', graded=False, autograde=None), ('refused', 'symbolic link: notes.txt')),
+    (record(feedback={'written': False, 'error': 'RuntimeError: no end hidden tests statement found'}),
+     ('graded, no feedback', 'RuntimeError: no end hidden tests statement found')),
+    (record(feedback={'written': True, 'error': None}), ('graded', '')),
 ]
 
 

@@ -6,8 +6,9 @@ import pytest
 from course.authoring.demo import bank, demo_class
 from course.authoring.reproduced import drifts, reproduced, shown_lines
 from course.cells import read, role
-from course.grader.claims import judge
+from course.grader.claims import judge, probe_parts
 from course.layout import INSTRUCTOR, ROOT, autograded_points, instructor_module, notebooks, steps
+from support.bindings import bound_names
 
 RESERVED = {'perfect', 'blank'}
 
@@ -52,18 +53,35 @@ def test_every_bank_edit_applies_once(step):
 
 @pytest.mark.parametrize('step', steps())
 def test_checks_judge_every_test_cell_outside_the_kernel(step):
-    """checks.py has what the grader calls (make_inputs(), probe(), a @claim per test cell), and judges every test
-    cell: with nothing recorded, every claim fails. A test cell without a claim scores on the kernel's word alone, which a
-    hostile notebook can fake (the corpus's hostile_try_except_every_cell would keep its points)."""
+    """checks.py has what the grader calls (make_inputs(), the @records parts of its probe, a @claim per test cell), and
+    judges every test cell: with nothing recorded, every claim fails. A test cell without a claim scores on the kernel's
+    word alone, which a hostile notebook can fake (the corpus's hostile_try_except_every_cell would keep its points)."""
     checks = instructor_module(step, 'checks')
-    assert checks is not None, f'source/{step}/{INSTRUCTOR}/checks.py is missing: make_inputs(), probe(), claims (see docs)'
-    for name in ('make_inputs', 'probe'):
-        assert callable(getattr(checks, name, None)), f'source/{step}/{INSTRUCTOR}/checks.py defines no {name}()'
+    assert checks is not None, (f'source/{step}/{INSTRUCTOR}/checks.py is missing: make_inputs(), @records probe parts, '
+                                'claims (see docs/adding-a-step.md)')
+    assert callable(getattr(checks, 'make_inputs', None)), f'source/{step}/{INSTRUCTOR}/checks.py defines no make_inputs()'
+    assert probe_parts(checks), f'source/{step}/{INSTRUCTOR}/checks.py has no probe part (a function marked @records)'
     verdicts = judge(checks, checks.make_inputs(), {})
     points = autograded_points(step)
     assert set(verdicts) <= set(points), f'claims for cells that are not test cells: {sorted(set(verdicts) - set(points))}'
     unjudged = [g for g in points if not verdicts.get(g)]
     assert not unjudged, f'test cells that an empty record does not fail (no claim, or a lenient one): {unjudged}'
+
+
+LONGEST_PART = 60  # lines: a probe part longer than a screen is several things to be named
+
+
+@pytest.mark.parametrize('step', steps())
+def test_the_probe_reads_as_a_list_of_named_parts(step):
+    """checks.py reads top to bottom as the list of what the probe measures: every @records part fits on a screen and
+    says in a docstring what it records (docs/adding-a-step.md, "Writing checks.py")."""
+    import inspect
+
+    parts = probe_parts(instructor_module(step, 'checks'))
+    long = [f'{p.__name__} ({n} lines)' for p in parts if (n := len(inspect.getsourcelines(p)[0])) > LONGEST_PART]
+    assert not long, f'source/{step}/{INSTRUCTOR}/checks.py: parts over {LONGEST_PART} lines, to split into named parts: {long}'
+    bare = [p.__name__ for p in parts if not (p.__doc__ or '').strip()]
+    assert not bare, f'source/{step}/{INSTRUCTOR}/checks.py: parts without a docstring saying what they record: {bare}'
 
 
 def helper(step, name):
@@ -96,7 +114,8 @@ def test_every_reproduced_definition_equals_the_step_that_teaches_it():
     students to write a name again is theirs to write, and is not compared (course.authoring.reproduced, which publishing also
     reads to know which earlier solutions a release shows)."""
     found = drifts()
-    assert not found, 'reproduced code drifted from its source step (copy the source step\'s code):\n' + '\n'.join(found)
+    assert not found, ('reproduced code drifted from its source step (copy the source step\'s code):\n'
+                       + '\n'.join(sorted(found)))
 
 
 def test_the_reproduced_solutions_are_the_ones_the_text_shows():
@@ -113,33 +132,6 @@ def test_the_reproduced_solutions_are_the_ones_the_text_shows():
                        'reproduced lines in the def or class that the earlier step taught them in):\n' + '\n'.join(wrong))
 
 
-def bound_names(source):
-    """The names a cell binds at the top level of the notebook's namespace (comprehensions, lambdas, functions and classes
-    keep their own scopes; a def or class binds its own name)."""
-    import ast
-
-    scopes = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-    out = set()
-
-    def visit(node):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(node.name)
-            return
-        if isinstance(node, scopes):
-            return
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            out.add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            out.update((a.asname or a.name).split('.')[0] for a in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            out.add(node.name)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(ast.parse(source))
-    return out
-
-
 @pytest.mark.parametrize('step', steps())
 def test_test_cells_bind_no_name_of_the_notebook(step):
     """A test cell that reassigns a name the notebook defines (Step 2's test set P to a 7x7 matrix) breaks the cells
@@ -153,33 +145,23 @@ def test_test_cells_bind_no_name_of_the_notebook(step):
     assert not clashes, 'test cells rebind names of the notebook (give them names of their own):\n' + '\n'.join(clashes)
 
 
-@pytest.mark.parametrize('step', steps())
-def test_rerunning_the_test_cells_leaves_the_notebook_intact(step):
-    """The student's way: run the notebook, run every test cell again, then the rest of the notebook again. Every name
-    the notebook bound still holds the same object after the tests, and the re-run raises nothing."""
-    import nbformat
-    from nbclient import NotebookClient
+def test_every_step_states_its_time_and_stays_comparable_in_size():
+    """Every step's opening states its expected time, and no step is more than 1.5 times the median of the others in
+    words of prose, code tasks or test cells (course.authoring.sizes; the table is printed either way, `pytest -s`)."""
+    from course.authoring.sizes import over, report, sizes
 
-    for name in notebooks(step):
-        nb = read(ROOT / 'notebooks' / name)
-        client = NotebookClient(nb, timeout=600, kernel_name='python3',
-                                resources={'metadata': {'path': str(ROOT / 'notebooks')}})
-        mine = sorted(set().union(*(bound_names(c.source) for c in nb.cells if c.cell_type == 'code' and role(c) != 'test')))
-        snapshot = nbformat.v4.new_code_cell(f'_ids_before = {{k: id(globals()[k]) for k in {mine!r} if k in globals()}}')
-        compare = nbformat.v4.new_code_cell(
-            "_moved = sorted(k for k, i in _ids_before.items() if k in globals() and id(globals()[k]) != i)\n"
-            "assert not _moved, f'the test cells rebound {_moved}'")
-        cells = list(nb.cells)
-        nb.cells += [snapshot, compare]  # nbclient stores each cell's outputs at its index
-        with client.setup_kernel():
-            for i, cell in enumerate(cells):
-                client.execute_cell(cell, i)
-            client.execute_cell(snapshot, len(cells))
-            for i, cell in enumerate(cells):
-                if role(cell) == 'test':
-                    client.execute_cell(cell, i)
-            client.execute_cell(compare, len(cells) + 1)
-            first_test = next(i for i, c in enumerate(cells) if role(c) == 'test')
-            for i, cell in enumerate(cells[first_test:], first_test):
-                if cell.cell_type == 'code' and role(cell) != 'test':
-                    client.execute_cell(cell, i)
+    table = sizes()
+    print(report(table))
+    untimed = [step for step, s in table.items() if not s.hours]
+    assert not untimed, f'these steps state no expected time in their opening ("**Expected time:** about N hours."): {untimed}'
+    problems = over(table)
+    assert not problems, '\n'.join(problems) + '\n' + report(table)
+
+
+def test_the_size_check_flags_a_step_far_above_the_others():
+    from course.authoring.sizes import Size, over
+
+    table = {f'lesson{i}': Size(3000 + 100 * i, 6, 20, 4, '4') for i in range(1, 6)}
+    assert not over(table)
+    table['lesson6'] = Size(7900, 11, 32, 5, '4')
+    assert [line.split(':')[0] for line in over(table)] == ['lesson6'] * 3, over(table)

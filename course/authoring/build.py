@@ -1,11 +1,18 @@
 """Generate release/ (students' notebooks) and notebooks/ (solutions, executed) from every step of source/ with nbgrader.
 
-  python -m course.authoring.build            regenerate both, executing the solutions   (make build)
+  python -m course.authoring.build            regenerate both, executing the solutions whose source changed   (make build)
+  python -m course.authoring.build --force    execute every solution again, changed or not   (make build FORCE=1)
   python -m course.authoring.build --check    regenerate into a temporary folder and fail if a committed file is stale
                                               (make check)
+
+An executed solution whose notebook, without its outputs, is what source/ generates, and whose step ships the same files
+as when it was executed, is kept as committed: its outputs hold wall-clock times and figures that differ from run to run,
+so executing it again would change a committed file that nothing changed (make demo, which builds first, leaves a clone's
+git status clean).
 """
 
 import argparse
+import copy
 import logging
 import re
 import shutil
@@ -20,7 +27,8 @@ from traitlets.config import Config
 
 from course import runner
 from course.cells import MARKER, read
-from course.layout import ROOT, colab_url, notebooks, settings, steps
+from course.layout import GRADEBOOK, ROOT, colab_url, notebooks, steps
+from course.settings import load
 
 BADGE = '(COLAB_URL)'  # the Colab badge placeholder in the source notebooks
 # README.md's table of steps lies between these lines; build() writes it, check() compares it.
@@ -51,11 +59,11 @@ def repo_links(text, root=ROOT):
 
 def with_course_links(text, root=ROOT):
     """text with every link to a file of this repository pointed at course.toml's repository and branch."""
-    s = settings(root)
+    s = load(root)
 
     def point(m):
         pre, _, sep, _, path = _parts(m)
-        return f'{pre}{s["github"]}{sep}{s["branch"]}/{path}' if (Path(root) / path).exists() else m[0]
+        return f'{pre}{s.github}{sep}{s.branch}/{path}' if (Path(root) / path).exists() else m[0]
 
     return REPO_LINK.sub(point, text)
 
@@ -86,7 +94,7 @@ def generate(converter, step, out, root=ROOT):
     extra = Config()
     extra.CourseDirectory.release_directory = str(out / 'release')
     extra.CourseDirectory.solution_directory = str(out / '.build' / 'solution')
-    extra.CourseDirectory.db_url = f'sqlite:///{out / ".build" / "gradebook.db"}'
+    extra.CourseDirectory.db_url = f'sqlite:///{out / ".build" / GRADEBOOK}'
     config = runner.config(extra, root)
     coursedir = CourseDirectory(config=config)
     coursedir.assignment_id = step
@@ -129,16 +137,32 @@ def with_steps_table(text, root=ROOT):
 
 
 def execute(nb, cwd):
-    """Run nb top to bottom in cwd; any error stops the build."""
-    NotebookClient(nb, timeout=120, kernel_name='python3', record_timing=False,
+    """Run nb top to bottom in cwd; any error stops the build. A cell may take 600 s on the clock: Steps 6 and 7 train
+    small models for seconds of CPU, which a machine shared with many other processes stretches tenfold."""
+    NotebookClient(nb, timeout=600, startup_timeout=600, kernel_name='python3', record_timing=False,
                    resources={'metadata': {'path': str(cwd)}}).execute()
     CoalesceStreamsPreprocessor().preprocess(nb, {})  # one output per stream, however the kernel flushed it
 
 
-def build(out, run=True, root=ROOT):
-    """Write release/<step>/ and notebooks/<name>.ipynb under out; return the paths written, relative to out."""
+def unchanged(fresh, committed):
+    """Whether committed (the path of an executed solution) may stand for fresh (the notebook just generated, not yet
+    executed): every code cell of it executed, and the same notebook without what executing writes."""
+    if not committed.is_file():
+        return False
+    old = read(committed)
+    if not all(c.get('execution_count') for c in old.cells if c.cell_type == 'code'):
+        return False
+    before, now = without_execution(old, copy.deepcopy(fresh))
+    return before == now
+
+
+def build(out, run=True, root=ROOT, force=False, kept=None):
+    """Write release/<step>/ and notebooks/<name>.ipynb under out; return the paths written, relative to out. With run, an
+    executed solution in root/notebooks/ that unchanged() says still stands is kept (copied, when out is elsewhere), not
+    executed again, unless force; the paths of those kept are added to kept (a list), if given."""
     from nbgrader.converters import GenerateAssignment, GenerateSolution
 
+    root, out = Path(root), Path(out)
     written = []
     for step in steps(root):
         generate(GenerateAssignment, step, out, root)
@@ -148,6 +172,10 @@ def build(out, run=True, root=ROOT):
         shipped = [p.relative_to(out / 'release' / step) for p in sorted((out / 'release' / step).rglob('*'))
                    if p.is_file() and p.suffix != '.ipynb']
         (out / 'notebooks').mkdir(exist_ok=True)
+        # what the step ships, as its solution was executed with (root's notebooks/) and as generated now, compared
+        # before it is copied over: a solution executed with other files is executed again
+        same_files = all((root / 'notebooks' / rel).is_file() and (root / 'notebooks' / rel).read_bytes()
+                         == (out / 'release' / step / rel).read_bytes() for rel in shipped)
         for rel in shipped:
             target = out / 'notebooks' / rel
             if Path('notebooks') / rel in written and target.read_bytes() != (out / 'release' / step / rel).read_bytes():
@@ -169,9 +197,15 @@ def build(out, run=True, root=ROOT):
             for cell in nb.cells:
                 cell.source = MARKER.sub('', cell.source)
             set_badge(nb, rel, root)
-            if run:
-                execute(nb, out / 'notebooks')
-            nbformat.write(nb, out / rel)
+            if run and not force and same_files and unchanged(nb, root / rel):  # executed from this source: it stands
+                if (root / rel).resolve() != (out / rel).resolve():
+                    shutil.copyfile(root / rel, out / rel)
+                if kept is not None:
+                    kept.append(rel)
+            else:
+                if run:
+                    execute(nb, out / 'notebooks')
+                nbformat.write(nb, out / rel)
             written.append(rel)
     return written
 
@@ -214,8 +248,9 @@ def check(root=ROOT):
                 problems.append(f'{rel} is stale (it differs from what source/ generates): run make build and commit it')
             elif not executed:
                 problems.append(f'{rel} is not executed: run make build and commit it')
-    problems += [f'{rel}: a link names another repository than course.toml\'s {settings(root)["github"]} '
-                 f'({settings(root)["branch"]}): run make build and commit it' for rel in point_links(root, write=False)]
+    s = load(root)
+    problems += [f'{rel}: a link names another repository than course.toml\'s {s.github} ({s.branch}): run make build '
+                 'and commit it' for rel in point_links(root, write=False)]
     readme = root / 'README.md'
     if readme.exists() and with_steps_table(readme.read_text(), root) != readme.read_text():
         problems.append('README.md: its table of steps is stale: run make build and commit it')
@@ -259,14 +294,21 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog='python -m course.authoring.build', description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--check', action='store_true', help='fail if a committed generated file is stale; write nothing')
-    if ap.parse_args(argv).check:
+    ap.add_argument('--force', action='store_true',
+                    help='execute every solution again, even one whose source and shipped files did not change (after '
+                         'a change of torch, say)')
+    args = ap.parse_args(argv)
+    if args.check:
         problems = check()
         print('\n'.join(problems) or 'release/ and notebooks/ are up to date with source/')
         sys.exit(1 if problems else 0)
+    s = load()
     for rel in point_links():
-        print(f'wrote {rel}: its links to this repository now name {settings()["github"]} ({settings()["branch"]})')
-    for rel in build(ROOT):
-        print(f'wrote {rel}')
+        print(f'wrote {rel}: its links to this repository now name {s.github} ({s.branch})')
+    kept = []
+    for rel in build(ROOT, force=args.force, kept=kept):
+        print(f'kept {rel}: executed from the same source (make build FORCE=1 executes it again)' if rel in kept
+              else f'wrote {rel}')
     readme = ROOT / 'README.md'
     if readme.exists():
         readme.write_text(with_steps_table(readme.read_text()))

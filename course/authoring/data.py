@@ -11,16 +11,17 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from course.layout import ROOT, settings
+from course.layout import ROOT
+from course.settings import load
 
-DATA = settings()['data']
+DATA = load().data  # course.toml's [data]: url, sha256
 
 
 def sha256(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def fetch(dest, source=None, url=DATA['url'], want=DATA['sha256']):
+def fetch(dest, source=None, url=DATA.url, want=DATA.sha256):
     """Verify dest if it exists; else copy source (a path) or download url to dest.part, verify, and rename it to dest."""
     dest = Path(dest)
     if dest.exists():

@@ -1,13 +1,16 @@
 """Write the student repository: what students get, by course.toml's release schedule (docs/publishing.md).
 
   python -m course.authoring.publish                      write it into course.toml's [publish] folder   (make publish)
-  python -m course.authoring.publish --now 2027-02-01T12:00:00+00:00 --out /tmp/s   as it would be then, elsewhere
+  python -m course.authoring.publish --now 2027-02-01T12:00:00+00:00   a preview: as it would be then, in <folder>-preview/
+  python -m course.authoring.publish --now ... --out /tmp/s             the same, elsewhere
 
 A step is published once its release date has come and every step whose solution its release reproduces (found from
 its reproduced cells by course.authoring.reproduced, never from a list) is past due; its executed solution too, once it is past
-due, if the schedule says `solution = true`. Without dates the course is self-paced: every step is published, and the
-student README says what that means. The folder holds only what this writes (.course-publish.json lists every file and
-its sha256): a file changed or added by hand there is refused, never overwritten, unless --force.
+due, if the schedule says `solution = true` (without its hidden tests and rubrics, unless [publish] hidden_tests = true).
+It refuses to publish while [publish] github is the placeholder the course ships with. Without dates the course is
+self-paced: every step is published, and the student README says what that means. The folder holds only what this
+writes (.course-publish.json lists every file and its sha256): a file changed or added by hand there is refused, never
+overwritten, unless --force.
 """
 
 import argparse
@@ -15,20 +18,20 @@ import hashlib
 import json
 import re
 import sys
-import tomllib
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
 
 from course.authoring.build import REPO_LINK, _parts, title
 from course.authoring.reproduced import reproduced
-from course.cells import read
-from course.layout import ROOT, notebooks, settings, steps
+from course.cells import MARKER, read, role
+from course.layout import ROOT, notebooks, steps
+from course.settings import Dates, load, shown, when
 
 MANIFEST = '.course-publish.json'
-HANDIN = ('lms', 'hub')
+PREVIEW = '-preview'  # --now without --out writes <[publish] folder>-preview/, never the folder pushed to students
 # What students need to run a step locally, pinned as this course's requirements.txt pins them (jupyterlab brings the
 # kernel); what the notebooks import is tested in Colab's own versions too (docs/colab.md).
 LOCAL_PACKAGES = ('torch', 'numpy', 'matplotlib', 'jupyterlab')
@@ -52,59 +55,16 @@ class PublishError(Exception):
     """A problem that stops publishing before anything is written: one line, naming the file and what to do."""
 
 
-@dataclass
-class Dates:
-    release: datetime | None
-    due: datetime | None
-    solution: bool
-
-
-def _when(value, where):
-    """value (a TOML offset date-time, or an ISO 8601 string) as an aware datetime; a date without a timezone is refused."""
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            raise PublishError(f'{where}: {value!r} is not an ISO 8601 date-time (2027-01-11T09:00:00+00:00)') from None
-    if isinstance(value, date) and not isinstance(value, datetime):
-        raise PublishError(f'{where}: {value} has no time and timezone: write it as {value}T09:00:00+00:00 (say)')
-    if not isinstance(value, datetime) or value.tzinfo is None:
-        raise PublishError(f'{where}: {value} has no timezone: add one, as in 2027-01-11T09:00:00+00:00')
-    return value
-
-
 def schedule(config, root=ROOT):
-    """{step: Dates} from course.toml's [schedule] (config: course.toml parsed). Without dates in it, the course is
-    self-paced: every step's release and due are None. Either every step has both dates or none has any."""
-    table, known = config.get('schedule') or {}, steps(root)
-    if not isinstance(table, dict):
-        raise PublishError('course.toml: schedule should be a table, [schedule], with a line per step')
-    unknown = sorted(set(table) - set(known))
-    if unknown:
-        raise PublishError(f'course.toml: [schedule] names {", ".join(unknown)}, not a step of source/ ({", ".join(known)})')
-    out = {}
-    for step in known:
-        entry = table.get(step, {})
-        if not isinstance(entry, dict):
-            raise PublishError(f'course.toml: [schedule] {step} should be a table: {{ release = ..., due = ... }}')
-        extra = sorted(set(entry) - {'release', 'due', 'solution'})
-        if extra:
-            raise PublishError(f'course.toml: [schedule] {step} has {", ".join(extra)}: only release, due and solution')
-        where = f'course.toml: [schedule] {step}'
-        release, due = (_when(entry[k], f'{where} {k}') if k in entry else None for k in ('release', 'due'))
-        if (release is None) != (due is None):
-            raise PublishError(f'{where}: give both release and due (or neither, for a self-paced course)')
-        if release and due <= release:
-            raise PublishError(f'{where}: due ({due.isoformat()}) is not after release ({release.isoformat()})')
-        solution = entry.get('solution', False)
-        if not isinstance(solution, bool):
-            raise PublishError(f'{where} solution is {solution!r}: write true or false, unquoted')
-        out[step] = Dates(release, due, solution)
+    """{step: Dates} for every step of source/, from config's [schedule] (course.settings has checked each line). Without
+    dates in it, the course is self-paced: every step's release and due are None. Either every step has both dates or
+    none has any."""
+    out = {step: config.schedule.get(step, Dates()) for step in steps(root)}
     dated = [s for s, d in out.items() if d.release]
     if dated and len(dated) != len(out):
         undated = [s for s in out if s not in dated]
-        raise PublishError(f'course.toml: [schedule] dates {", ".join(dated)} but not {", ".join(undated)}: date every '
-                           'step, or none for a self-paced course')
+        raise PublishError(f'{shown(config.file)}: [schedule] dates {", ".join(dated)} but not {", ".join(undated)}: '
+                           'date every step, or none for a self-paced course')
     return out
 
 
@@ -148,42 +108,70 @@ def _sha(data):
     return hashlib.sha256(data).hexdigest()
 
 
+# What a published solution leaves out unless [publish] hidden_tests = true: each test cell's hidden tests (the source's
+# cell without its HIDDEN TESTS regions, as nbgrader's ClearHiddenTests gives students), and each written answer's rubric
+# (its last paragraph, from a line that starts "*Rubric" or "**Rubric": the form every source's answers use,
+# tests/test_publish.py checks it).
+HIDDEN = re.compile(r'^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n.*?^[ \t]*### END HIDDEN TESTS[ \t]*(\n|\Z)', re.M | re.S)
+RUBRIC = re.compile(r'\s*^[ \t]*[*_]{0,2}Rubric\b.*\Z', re.M | re.S)
+
+
 class Tree:
     """The student repository being built: {path: bytes}, and the map from this repository's paths to its own."""
 
     def __init__(self, config, root):
         self.root, self.config = Path(root), config
         self.files, self.paths = {}, {}
-        pub = config.get('publish', {})
-        self.repo, self.branch = pub.get('github'), pub.get('branch', 'main')
-        if not self.repo or not re.fullmatch(r'[\w.-]+/[\w.-]+', self.repo):
-            raise PublishError('course.toml: [publish] github should name the student repository, as owner/name')
-        if self.repo == config.get('github'):
-            raise PublishError(f'course.toml: [publish] github is {self.repo}, this repository\'s own github setting: '
-                               'the student repository must be another one (this one holds the solutions)')
+        self.repo, self.branch = config.student_repository(), config.publish.branch
 
     def colab(self, path):
         return f'https://colab.research.google.com/github/{self.repo}/blob/{self.branch}/{path}'
 
     def relink(self, text, origin):
-        """text with every link to a file of this repository pointed at the same file in the student repository; a link
-        to a file the student repository does not have stops publishing."""
+        """text with every link to a file of this repository pointed at the same file in the student repository (a file
+        a step ships, downloaded from its raw address: at [publish] files_url instead, if set); a link to a file the
+        student repository does not have stops publishing."""
         def point(m):
             pre, repo, sep, _, path = _parts(m)
-            if repo != self.config.get('github'):
+            if repo != self.config.github:
                 return m[0]
             if path not in self.paths:
                 raise PublishError(f'{origin} links to {path} of this repository, which the student repository does not '
                                    'have (not published yet, or never): remove the link in source/ and run make build')
+            files = self.config.publish.files_url
+            if files and pre == 'https://raw.githubusercontent.com/' and not path.endswith('.ipynb'):
+                return f'{files.rstrip("/")}/{Path(path).name}'
             return f'{pre}{self.repo}{sep}{self.branch}/{self.paths[path]}'
 
         return REPO_LINK.sub(point, text)
 
-    def notebook(self, src, dest):
+    def notebook(self, src, dest, step=None):
+        """The notebook at src (relative to the course), relinked, as dest; step: src is that step's executed solution,
+        published without its hidden tests and rubrics unless [publish] hidden_tests."""
         nb = read(self.root / src)
+        if step and not self.config.publish.hidden_tests:
+            without_secrets(nb, step, self.root, src)
         for cell in nb.cells:
             cell.source = self.relink(cell.source, src)
         self.files[dest] = nbformat.writes(nb).encode() + b'\n'
+
+
+def without_secrets(nb, step, root, origin):
+    """nb (a step's executed solution, changed in place) without its hidden tests and its rubrics (HIDDEN, RUBRIC): a test
+    cell whose source had hidden tests loses its outputs too (what they printed)."""
+    from course.cells import grade_id
+
+    source = {grade_id(c): c.source for name in notebooks(step, root) for c in read(root / 'source' / step / name).cells
+              if role(c) == 'test'}
+    for cell in nb.cells:
+        if role(cell) == 'test' and HIDDEN.search(source.get(grade_id(cell), '')):
+            full = source[grade_id(cell)]
+            if MARKER.sub('', full) != cell.source:
+                raise PublishError(f'{origin}: test cell {grade_id(cell)} is not its source\'s: run make build')
+            cell.source = MARKER.sub('', HIDDEN.sub('', full)).rstrip('\n')
+            cell.outputs = []
+        elif role(cell) == 'answer':
+            cell.source = RUBRIC.sub('', cell.source)
 
 
 def student_tree(config, now, root=ROOT):
@@ -192,15 +180,7 @@ def student_tree(config, now, root=ROOT):
     dates = schedule(config, root)
     st = states(dates, now, root)
     tree = Tree(config, root)
-    handin = config.get('publish', {}).get('handin', 'lms')
-    if handin not in HANDIN:
-        raise PublishError(f'course.toml: [publish] handin is {handin!r}: say "lms" (an upload to the LMS) or "hub" '
-                           '(nbgrader\'s exchange on JupyterHub)')
-    url = config.get('publish', {}).get('handin_url')
-    if url is not None and not (isinstance(url, str) and re.fullmatch(r'https?://[^\s<>]+', url)):
-        raise PublishError(f'course.toml: [publish] handin_url is {url!r}: give the address where students hand in, '
-                           'https://...')
-    plan = []  # (source path, student path)
+    plan = []  # (source path, student path, the step whose solution it is)
     for step in steps(root):
         if not st[step].open:
             continue
@@ -210,24 +190,24 @@ def student_tree(config, now, root=ROOT):
             rel = p.relative_to(release)
             if (p.is_file() and p.name not in ('input.txt', 'input.txt.part')
                     and not any(part.startswith('.') or part == '__pycache__' for part in rel.parts)):
-                plan.append((f'release/{step}/{rel.as_posix()}', f'{step}/{rel.as_posix()}'))
+                plan.append((f'release/{step}/{rel.as_posix()}', f'{step}/{rel.as_posix()}', None))
         if st[step].solution:
-            plan += [(f'notebooks/{name}', f'{step}/solution/{name}') for name in notebooks(step, root)]
-    tree.paths = dict(plan)
-    for src, dest in plan:
+            plan += [(f'notebooks/{name}', f'{step}/solution/{name}', step) for name in notebooks(step, root)]
+    tree.paths = {src: dest for src, dest, _ in plan}
+    for src, dest, solution_of in plan:
         if src.endswith('.ipynb'):
-            tree.notebook(src, dest)
+            tree.notebook(src, dest, solution_of)
         else:
             tree.files[dest] = (root / src).read_bytes()
-    tree.files['README.md'] = readme(tree, dates, st, handin, root).encode()
+    tree.files['README.md'] = readme(tree, dates, st, config.publish.handin, root).encode()
     tree.files['LICENSE'] = LICENSE.encode()
     tree.files['.gitignore'] = b'# the data each notebook downloads next to itself, and JupyterLab\'s autosaves\n' \
                                b'input.txt\ninput.txt.part\n.ipynb_checkpoints/\n'
     tree.files['requirements.txt'] = local_requirements(root).encode()
-    mine = re.compile(rf'(?<![\w.-]){re.escape(config.get("github", ""))}(?![\w.-])'.encode())
+    mine = re.compile(rf'(?<![\w.-]){re.escape(config.github)}(?![\w.-])'.encode())
     for path, data in sorted(tree.files.items()):
-        if config.get('github') and not path.endswith('.pt') and mine.search(data):
-            raise PublishError(f'{path} would name this repository, {config["github"]}, in a way make publish does not '
+        if not path.endswith('.pt') and mine.search(data):
+            raise PublishError(f'{path} would name this repository, {config.github}, in a way make publish does not '
                                'point at the student repository (a link to no file?): take it out of source/ and run '
                                'make build')
     return tree.files, st
@@ -258,6 +238,26 @@ def student_text(handin, root=ROOT):
         raise PublishError(f'{rel}: "## {heading}" links {relative[1]}, which the student repository does not have: '
                            'link a full https:// address')
     return m[1].strip()
+
+
+# docs/lms.md's text for students names every LMS the course collects from; the README names the course's own
+# ([publish] lms) in their place, and leaves out what it says for another one ("In Moodle, first remove ...").
+ANY_LMS = 'Canvas or Moodle'
+KNOWN_LMS = ('Canvas', 'Moodle', 'Blackboard', 'Brightspace', 'Sakai')
+
+
+def with_lms(text, lms):
+    """text (for students handing in through an LMS) naming lms, the course's LMS, where it says ANY_LMS, and without its
+    sentences that begin "In <another LMS>,"."""
+    if ANY_LMS not in text:
+        raise PublishError(f'{STUDENT_TEXT["lms"][0]}: "## {STUDENT_TEXT["lms"][1]}" no longer says "{ANY_LMS}", which '
+                           'the student README replaces with [publish] lms: say it again, or change ANY_LMS in '
+                           'course/authoring/publish.py')
+    text = text.replace(ANY_LMS, lms)
+    for other in KNOWN_LMS:
+        if other.lower() != lms.lower():
+            text = re.sub(rf'[ \t]*\bIn {other}, [^.]*\.', '', text)
+    return text
 
 
 def late_rule(root=ROOT):
@@ -308,7 +308,9 @@ def readme(tree, dates, st, handin, root):
         if any(st[s].solution for s in st):
             pace += ' After a step is past due, its worked solution may appear beside it (`solution/`).'
     handin_text = student_text(handin, root)
-    url = tree.config.get('publish', {}).get('handin_url')
+    if handin == 'lms':
+        handin_text = with_lms(handin_text, tree.config.publish.lms)
+    url = tree.config.publish.handin_url
     if url:
         handin_text += f'\n\nWhere: <{url}>'
     handin_text += ('\n\nThe autograder runs your notebook after the due date, with tests you do not see as well as the '
@@ -406,24 +408,30 @@ def write(files, out, force=False):
     return done
 
 
+def destination(out, now, root, config):
+    """The folder make publish writes: out if given; else, with --now (a preview of a date), <[publish] folder>-preview/;
+    else [publish] folder, the student repository you push."""
+    if out:
+        return Path(out)
+    return Path(root) / (config.publish.folder + (PREVIEW if now else ''))
+
+
 def publish(out=None, now=None, root=ROOT, config=None, force=False):
-    """Write the student repository into out (course.toml's [publish] folder) as it is at now; return (lines to print,
-    {step: State})."""
+    """Write the student repository as it is at now (default: the clock) into out (default: destination()); return
+    (lines to print, {step: State})."""
     root = Path(root)
-    config = settings(root) if config is None else config
+    config = load(root) if config is None else config
+    folder = destination(out, now, root, config)
     now = now or datetime.now(timezone.utc)
     if now.tzinfo is None:
         raise PublishError(f'--now {now.isoformat()} has no timezone: add one, as in 2027-01-11T09:00:00+00:00')
-    if out is None and now > datetime.now(timezone.utc):
-        raise PublishError(f'--now {now.isoformat()} is later than the clock: that would put steps not yet open into '
-                           'the folder you push to students; give --out (OUT=) a preview folder too')
-    out = Path(out) if out else root / config.get('publish', {}).get('folder', 'student')
-    here, there = root.resolve(), out.resolve()
+    here, there = root.resolve(), folder.resolve()
     if here.is_relative_to(there) or any(there.is_relative_to(here / d) for d in ('source', 'release', 'notebooks')):
-        raise PublishError(f'{out}: that folder holds the course itself; the student repository needs a folder of its own '
-                           '(course.toml [publish] folder = "student", or OUT=)')
+        raise PublishError(f'{folder}: that folder holds the course itself; the student repository needs a folder of its '
+                           'own (course.toml [publish] folder = "student", or OUT=)')
     files, st = student_tree(config, now, root)
-    lines = write(files, out, force)
+    name = shown(folder)
+    lines = [f'{what} {name}/{rel}' for what, rel in (line.split(' ', 1) for line in write(files, folder, force))]
     for step, s in st.items():
         if s.open:
             lines.append(f'{step}: open' + (', solution published' if s.solution else ''))
@@ -432,23 +440,25 @@ def publish(out=None, now=None, root=ROOT, config=None, force=False):
         if s.waits_for:
             lines.append(f'note: {step} is released before {", ".join(s.waits_for)} is due, and its release shows their '
                          'solutions: it opens only once they are past due')
+    if out is None and folder.name.endswith(PREVIEW):
+        lines.append(f'a preview as at {_stamp(now)}, in {name}/: not the student repository ({config.publish.folder}/), '
+                     'which make publish without NOW writes')
     return lines, st
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog='python -m course.authoring.publish', description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--now', help='publish as at this ISO 8601 date-time with a timezone (default: the clock)')
+    ap.add_argument('--now', help='preview the student repository as at this ISO 8601 date-time with a timezone (default: '
+                                  'the clock), in <[publish] folder>-preview/ unless --out')
     ap.add_argument('--out', help="the folder to write (default: course.toml's [publish] folder)")
     ap.add_argument('--force', action='store_true', help='overwrite files changed by hand in that folder')
     args = ap.parse_args(argv)
     try:
-        now = _when(args.now, '--now') if args.now else None
+        now = when(args.now, '--now') if args.now else None
         lines, _ = publish(args.out, now, force=args.force)
     except PublishError as e:
         sys.exit(f'error: {e}')
-    except tomllib.TOMLDecodeError as e:
-        sys.exit(f'error: course.toml: {e}: fix it')
     print('\n'.join(lines))
 
 

@@ -52,16 +52,19 @@ def drifts(root=ROOT):
 
 def reproduced(root=ROOT):
     """{step: {earlier step: [names]}}: the functions and classes each step is given that an earlier step asked students
-    to write (in a solution cell): its release shows that earlier step's solution."""
+    to write (in a solution cell): its release shows that earlier step's solution. A name asked for in several earlier
+    steps (get_batch: Step 1, and again in Step 6) shows the solution of each."""
     solved_in, out = {}, {}
     for step in steps(root):
         mine = definitions(step, root)
         shows = {}
         for name, (_, given) in mine.items():
-            if given and name in solved_in:
-                shows.setdefault(solved_in[name], []).append(name)
+            for earlier in solved_in.get(name, []) if given else []:
+                shows.setdefault(earlier, []).append(name)
         out[step] = {s: sorted(names) for s, names in sorted(shows.items())}
-        solved_in.update({name: step for name, (_, given) in mine.items() if not given})
+        for name, (_, given) in mine.items():
+            if not given:
+                solved_in.setdefault(name, []).append(step)
     return out
 
 

@@ -17,12 +17,14 @@ from course.layout import ROOT, steps
 def main(argv=None, root=ROOT):
     ap = argparse.ArgumentParser(prog='python -m course.classroom.collect', description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--lms', required=True, choices=sorted(lms.NAMINGS), help='the LMS the download comes from')
+    ap.add_argument('--lms', required=True, choices=sorted(lms.downloads()), help='the LMS the download comes from')
     ap.add_argument('--zip', required=True, help='the bulk download ("Download Submissions" in Canvas, "Download all '
                                                  'submissions" in Moodle)')
     ap.add_argument('--roster', default=str(root / 'roster.csv'),
-                    help='the roster CSV: id, first_name, last_name, email, lms_id (default: roster.csv)')
-    ap.add_argument('--due', help="the step's due date, ISO 8601 (UTC without an offset); kept in the gradebook "
+                    help='the roster CSV: id, first_name, last_name, email, lms_id (default: roster.csv); or Canvas\'s '
+                         'gradebook export as it is (docs/lms.md)')
+    ap.add_argument('--due', help="the step's due date, ISO 8601 with its offset (2026-12-01 23:59+00:00; without one, "
+                                  "UTC); kept in the gradebook "
                                   "(nbgrader's late penalty compares each submission's time with it). Default: the "
                                   "gradebook's, else course.toml's [schedule] due date")
     ap.add_argument('--times', help='a CSV (file, timestamp) of the time each file was submitted, where the download '

@@ -5,8 +5,9 @@ database. One setting switches (docs/gradebook.md), read by nbgrader_config.py:
   COURSE_GRADEBOOK_URL=postgresql://gradebook@/gradebook?host=/run/postgresql   (the environment: a hub's spawner, CI)
   gradebook_url = "postgresql://gradebook@/gradebook?host=/run/postgresql"       (course.toml, for everyone of the course)
 
-The environment wins over course.toml. A PostgreSQL URL is used through psycopg 3 (requirements.txt); keep the password
-out of it (libpq's ~/.pgpass or peer authentication on the server's unix socket).
+The environment wins over course.toml. The demo's own course (demo/, make demo) always has its own SQLite gradebook,
+whatever either says: the demo never writes a real class's gradebook. A PostgreSQL URL is used through psycopg 3
+(requirements.txt); keep the password out of it (libpq's ~/.pgpass or peer authentication on the server's unix socket).
 """
 
 import contextlib
@@ -14,22 +15,25 @@ import os
 import sqlite3
 from pathlib import Path
 
-from course.layout import ROOT, settings
+from course.layout import GRADEBOOK, ROOT, SETTINGS, is_demo
+from course.settings import load, shown
 
 ENV = 'COURSE_GRADEBOOK_URL'
 KEY = 'gradebook_url'
 # One gradebook next to nbgrader_config.py; timeout=60 lets a busy SQLite wait instead of aborting a write after 5 s.
-SQLITE = 'sqlite:///gradebook.db?timeout=60'
+SQLITE = f'sqlite:///{GRADEBOOK}?timeout=60'
 POSTGRES = ('postgresql+psycopg://', 'postgresql://', 'postgres://')  # the last two are given psycopg 3, the driver pinned
 
 
 def url(root=ROOT):
     """The gradebook's SQLAlchemy URL as configured: $COURSE_GRADEBOOK_URL, else course.toml's gradebook_url, else SQLITE
-    (relative to the course: course.runner.config() makes it absolute). Exits with one line naming the setting if it is
-    neither SQLite nor PostgreSQL."""
-    toml = Path(root) / 'course.toml'
+    (relative to the course: course.runner.config() makes it absolute); SQLITE in the demo's own course, always. Exits
+    with one line naming the setting if it is neither SQLite nor PostgreSQL."""
+    if is_demo(root):
+        return SQLITE
+    toml = Path(root) / SETTINGS
     where, chosen = next(((w, v) for w, v in ((f'${ENV}', os.environ.get(ENV)),
-                                             (f'{toml}: {KEY}', toml.is_file() and settings(root).get(KEY))) if v),
+                                             (f'{shown(toml)}: {KEY}', toml.is_file() and load(root).gradebook_url)) if v),
                          ('', SQLITE))
     if chosen.startswith('sqlite:///'):
         return chosen

@@ -1,4 +1,10 @@
-"""A Colab class through an LMS (Canvas, Moodle): the glue nbgrader's own `zip_collect` lacks (docs/lms.md).
+"""A class through an LMS: the glue nbgrader's own `zip_collect` lacks (docs/lms.md), and the platforms' registry.
+
+Each LMS is one module, course/classroom/lms_<key>.py, holding PLATFORM: a Platform (below), the small interface the rest
+of the course calls (how its bulk download names files, the collector plugin, the grade file or the passback, the
+feedback package, where to upload what it wrote). platforms() finds them all: adding Blackboard is lms_blackboard.py.
+Today: lms_canvas (Canvas), lms_moodle (Moodle), lms_lti13 (any LMS by LTI 1.3 Advantage: grades and roster by its
+services, docs/lti.md).
 
 nbgrader's ZipCollectApp does the collecting: it extracts the download (SafeExtractor, an ExtractorPlugin that refuses
 what no LMS writes, before writing anything) and asks its collector plugin, for each file, whose work it is and which
@@ -13,6 +19,9 @@ Refused inputs raise Refused, one line naming the file; nothing is written befor
 
 import contextlib
 import csv
+import functools
+import importlib
+import pkgutil
 import re
 import shutil
 import stat
@@ -26,11 +35,11 @@ from typing import NamedTuple
 from nbgrader.plugins import ExtractorPlugin, FileNameCollectorPlugin
 from traitlets import Int, Unicode
 
-from course.layout import ROOT, notebooks, steps
+from course import gate
+from course.layout import ROOT, feedback_path, lms_path, notebooks, steps, submitted_path
 
 ROSTER_COLUMNS = ('id', 'first_name', 'last_name', 'email', 'lms_id')
-LMS_FOLDER = 'lms'  # what the LMS gets back, and what collect saw: lms/ at the course root (docs/lms.md)
-STUDENT_ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')  # a student id is a folder name in submitted/
+STUDENT_ID = gate.STUDENT_ID  # a student id is a folder name in submitted/: the one pattern every way in uses
 
 
 class Refused(Exception):
@@ -64,9 +73,14 @@ def read_table(path, columns, what):
 
 
 def read_roster(path):
-    """{lms_id: Student} from a roster CSV (ROSTER_COLUMNS, one header row); Refused on a missing column, an id that is
-    not a plain folder name, or an id or LMS id given twice."""
-    rows = read_table(path, ROSTER_COLUMNS, 'roster')
+    """{lms_id: Student} from a roster CSV (ROSTER_COLUMNS, one header row), or from Canvas's gradebook export as it is
+    (read_canvas_export); Refused on a missing column, an id that is not a plain folder name, or an id or LMS id given
+    twice. An empty email is accepted: Canvas matches grades by its user id, Moodle's worksheet by the participant id;
+    only Moodle's gradebook import (by email) leaves such a student out."""
+    if canvas_export(path):
+        rows = read_canvas_export(path)
+    else:
+        rows = read_table(path, ROSTER_COLUMNS, 'roster')
     out, ids = {}, set()
     for line, row in enumerate(rows, start=2):
         s = Student(*row)
@@ -75,9 +89,39 @@ def read_roster(path):
         if not s.lms_id.isdigit():
             raise Refused(f'{path}, line {line}: lms_id {s.lms_id!r} is not the LMS user id (a number): fix it')
         if s.id in ids or s.lms_id in out:
-            raise Refused(f'{path}, line {line}: {s.id if s.id in ids else "lms_id " + s.lms_id} is given twice: keep one')
+            raise Refused(f'{path}, line {line}: {s.id if s.id in ids else "lms_id " + s.lms_id} is given twice: keep one'
+                          + (' (two SIS Login IDs give that id: write a roster.csv, docs/lms.md)' if s.id in ids and
+                             canvas_export(path) else ''))
         ids.add(s.id)
         out[s.lms_id] = s
+    return out
+
+
+CANVAS_EXPORT = ('Student', 'ID', 'SIS User ID', 'SIS Login ID')  # the first columns of Canvas's gradebook export
+
+
+def canvas_export(path):
+    """Whether path is Canvas's gradebook export (Grades > Export > Export Entire Gradebook): its header starts so."""
+    try:
+        with open(path, newline='', encoding='utf-8-sig') as f:
+            return tuple(next(csv.reader(f), [])[:4]) == CANVAS_EXPORT
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+
+
+def read_canvas_export(path):
+    """Roster rows (ROSTER_COLUMNS) from Canvas's gradebook export: Student is "Last, First" (Canvas's sortable name), ID
+    the Canvas user id (lms_id). The student's id in the course is their SIS Login ID (its part before an @), else
+    canvas-<ID>; the email is the SIS Login ID when it is one, else empty (the export has no email column). The
+    "Points Possible" row and Canvas's Test Student are left out."""
+    out = []
+    for name, lms_id, _sis_user, login in read_table(path, CANVAS_EXPORT, "Canvas's gradebook export"):
+        if not lms_id or name == 'Points Possible' or name in ('Student, Test', 'Test Student'):
+            continue
+        last, _, first = name.partition(', ')
+        local = login.split('@')[0]
+        sid = local if STUDENT_ID.fullmatch(local) else f'canvas-{lms_id}'
+        out.append((sid, first.strip(), last.strip(), login if '@' in login else '', lms_id))
     return out
 
 
@@ -121,10 +165,11 @@ class Entry(NamedTuple):
 
 class Naming:
     """An LMS's bulk-download naming: a regular expression over a file's path in the download (named groups lms_id,
-    original; optionally order and late)."""
+    original; optionally order and late). ordered: the names tell the newest of a student's files (an upload number);
+    without it, only the instructor's times do."""
 
-    def __init__(self, name, regexp):
-        self.name, self.regexp = name, re.compile(regexp)
+    def __init__(self, name, regexp, ordered=True):
+        self.name, self.regexp, self.ordered = name, re.compile(regexp), ordered
 
     def parse(self, path):
         m = self.regexp.fullmatch(path)
@@ -134,13 +179,81 @@ class Naming:
         return Entry(path, g['lms_id'], g['original'], int(g.get('order') or 0), bool(g.get('late')))
 
 
-# Canvas (Download Submissions): <lastnamefirstname>_[late_|LATE_]<user id>_<attachment id>_<file name as uploaded>,
-# every file at the top of the zip. The attachment id grows with each upload: the higher, the newer.
-CANVAS = r'(?:.*/)?(?P<sortable>[^/_]*)_(?:(?P<late>(?i:late))_)?(?P<lms_id>\d+)_(?P<order>\d+)_(?P<original>[^/]+)'
-# Moodle (Download all submissions, in folders, since 3.1): <Full Name>_<participant id>_assignsubmission_file[_]/<file>;
-# Moodle before 3.1, or with folders off: <Full Name>_<participant id>_assignsubmission_file_<file>. No times, no late mark.
-MOODLE = r'(?:.*/)?(?P<full_name>[^/]+?)_(?P<lms_id>\d+)_assignsubmission_file(?:_?/|_)(?P<original>[^/]+)'
-NAMINGS = {'canvas': Naming('Canvas', CANVAS), 'moodle': Naming('Moodle', MOODLE)}
+class Platform:
+    """One LMS, as the course meets it; each course/classroom/lms_<key>.py holds one as PLATFORM (platforms() finds it).
+    The defaults do nothing: a platform overrides what it has."""
+
+    key = ''  # its name in commands: make collect LMS=<key>
+    name = ''  # as people write it
+    naming = None  # a Naming: how its bulk download names each file (None: it has no download to collect)
+    collector = None  # the nbgrader FileNameCollectorPlugin (an LmsCollector) that reads that download
+    by_services = False  # grades and roster go by the LMS's web services (LTI Advantage), not files
+
+    def used(self, gradebook, root=ROOT):
+        """Whether this class goes through this LMS (what export writes for it, and make grade names)."""
+        return False
+
+    def write_grades(self, gradebook, table, root=ROOT):
+        """Write what the LMS imports from table (course.reports.export.rows()); return the paths written."""
+        return []
+
+    def package_feedback(self, gradebook, root=ROOT):
+        """Write the students' feedback pages packaged as the LMS takes them back; return the paths written."""
+        return []
+
+    def upload_hint(self, root=ROOT):
+        """Lines saying which file written in lms/ goes where in the LMS (make grade prints them)."""
+        return []
+
+
+class DownloadPlatform(Platform):
+    """A platform whose class hands in through its bulk download (make collect): it serves a class as lms_class() says."""
+
+    def used(self, gradebook, root=ROOT):
+        return lms_class(gradebook, self.key, root)
+
+
+def points(x):
+    """A score as the LMS's files write it: 19, 19.5, 19.25."""
+    return f'{x:.2f}'.rstrip('0').rstrip('.')
+
+
+@functools.cache
+def platforms():
+    """{key: Platform} of every course/classroom/lms_<key>.py (its PLATFORM), by key."""
+    from course import classroom
+
+    found = [importlib.import_module(f'course.classroom.{m.name}').PLATFORM
+             for m in pkgutil.iter_modules(classroom.__path__) if m.name.startswith('lms_')]
+    return {p.key: p for p in sorted(found, key=lambda p: p.key)}
+
+
+def downloads():
+    """{key: Platform} of the platforms whose bulk download make collect takes."""
+    return {k: p for k, p in platforms().items() if p.naming is not None}
+
+
+def used(gradebook, root=ROOT):
+    """The platforms this class goes through."""
+    return [p for p in platforms().values() if p.used(gradebook, root)]
+
+
+def where_to_upload(root=ROOT):
+    """What make grade prints last: for each platform whose files are in lms/, which goes where in the LMS ('' if none)."""
+    lines = [line for p in platforms().values() for line in p.upload_hint(root)]
+    return ''.join(f'{line}\n' for line in ['', 'for the LMS:', *lines] if lines)
+
+
+def lms_class(gradebook, key, root=ROOT):
+    """Whether a class collected from LMS downloads goes through platform key: some student has an LMS id (a roster
+    was imported) and no file was collected from another LMS's download; no platform that takes the grades by its own
+    services (LTI) serves the class."""
+    if not any(s.lms_user_id for s in gradebook.students) or any(
+            p.by_services and p.used(gradebook, root) for p in platforms().values()):
+        return False
+    sources = {r['lms'] for m in sorted(lms_path(root).glob('collected-*.csv'))
+               for r in read_manifest(m.stem.removeprefix('collected-'), root).values()}
+    return not sources or key in sources
 
 
 def iso_utc(text):
@@ -177,8 +290,9 @@ class Decision(NamedTuple):
 def classify(paths, lms, roster, times, due, root=ROOT, regexp=None):
     """Decide, for every file of a download (paths inside it, directories excluded), what collect does with it:
     ({path: Decision} of the files collected, one per student and notebook; [report line] for every other file).
-    due: {step: UTC due date (naive) or None}; regexp: the naming, if not the LMS's own (NAMINGS)."""
-    naming = Naming(NAMINGS[lms].name, regexp) if regexp else NAMINGS[lms]
+    due: {step: UTC due date (naive) or None}; regexp: the naming, if not the LMS's own (its platform's)."""
+    own = platforms()[lms].naming
+    naming = Naming(own.name, regexp, own.ordered) if regexp else own
     lines, candidates = [], {}
     for path in sorted(paths):
         entry = naming.parse(path)
@@ -202,7 +316,7 @@ def classify(paths, lms, roster, times, due, root=ROOT, regexp=None):
     chosen = {}
     for (student, step, nb), entries in sorted(candidates.items()):
         timed = [e for e in entries if e.path in times]
-        if len(entries) > 1 and len(timed) < len(entries) and lms == 'moodle':
+        if len(entries) > 1 and len(timed) < len(entries) and not naming.ordered:
             names = ', '.join(e.path for e in entries)
             lines.append(f'not collected: {names}: {len(entries)} files of {step} from {student} and no time to tell '
                          'the newest (give each one a time in --times)')
@@ -215,10 +329,10 @@ def classify(paths, lms, roster, times, due, root=ROOT, regexp=None):
         stamp, note = times.get(winner.path), 'time given in --times' if winner.path in times else ''
         if stamp is None and winner.late:
             if due.get(step) is None:
-                lines.append(f'note: {winner.path}: {NAMINGS[lms].name} marks it late but {step} has no due date (give '
+                lines.append(f'note: {winner.path}: {naming.name} marks it late but {step} has no due date (give '
                              '--due): graded as on time')
             else:  # the download says late, not how late: one second past the due date, unless --times says more
-                stamp, note = due[step] + timedelta(seconds=1), f'marked late by {NAMINGS[lms].name}, which gives no ' \
+                stamp, note = due[step] + timedelta(seconds=1), f'marked late by {naming.name}, which gives no ' \
                     'time: 1 s past the due date; give its time in --times to say how late'
         chosen[winner.path] = Decision(winner, student, step, nb, stamp, note)
     return chosen, lines
@@ -314,7 +428,7 @@ class LmsCollector(FileNameCollectorPlugin):
     lms = ''
     roster = Unicode('roster.csv', help='the roster CSV (id, first_name, last_name, email, lms_id)').tag(config=True)
     times = Unicode('', help='a CSV of times (file, timestamp) for files whose download carries none').tag(config=True)
-    due = Unicode('', help="the step's due date (ISO 8601; UTC without an offset), for a file the LMS marks late"
+    due = Unicode('', help="the step's due date (ISO 8601 with its offset; without one, UTC), for a file the LMS marks late"
                   ).tag(config=True)
 
     def decide(self):
@@ -340,19 +454,6 @@ class LmsCollector(FileNameCollectorPlugin):
                 'timestamp': d.timestamp.replace(tzinfo=timezone.utc).isoformat(' ') if d.timestamp else None}
 
 
-class CanvasCollector(LmsCollector):
-    lms = 'canvas'
-    named_regexp = Unicode(CANVAS, help="Canvas's bulk-download naming, matched to each file's path in the download: "
-                           'named groups lms_id, original (the uploaded name), order (newer is higher), late').tag(config=True)
-
-
-class MoodleCollector(LmsCollector):
-    lms = 'moodle'
-    named_regexp = Unicode(MOODLE, help="Moodle's bulk-download naming, matched to each file's path in the download: "
-                           'named groups lms_id (the participant id), original (the uploaded name)').tag(config=True)
-
-
-COLLECTORS = {'canvas': CanvasCollector, 'moodle': MoodleCollector}
 
 
 MANIFEST_COLUMNS = ['student_id', 'step', 'notebook', 'lms', 'lms_id', 'file', 'timestamp', 'late', 'note']
@@ -360,7 +461,7 @@ MANIFEST_COLUMNS = ['student_id', 'step', 'notebook', 'lms', 'lms_id', 'file', '
 
 def manifest_path(step, root=ROOT):
     """What collect took for a step, one row per student (MANIFEST_COLUMNS): lms/collected-<step>.csv."""
-    return Path(root) / LMS_FOLDER / f'collected-{step}.csv'
+    return lms_path(root) / f'collected-{step}.csv'
 
 
 def read_manifest(step, root=ROOT):
@@ -410,10 +511,10 @@ def zip_collect(step, zip_path, lms, roster_path, times_path, due, staging, root
     (archive / zip_path.name).symlink_to(zip_path)
     extra = Config()
     extra.Application.log_level = 'ERROR'
-    extra.CourseDirectory.submitted_directory = str(rel / 'submitted')
+    extra.CourseDirectory.submitted_directory = str(submitted_path(root=rel))
     extra.ZipCollectApp.downloaded_directory = str(rel / 'downloaded')
     extra.ZipCollectApp.extractor_plugin = SafeExtractor
-    extra.ZipCollectApp.collector_plugin = COLLECTORS[lms]
+    extra.ZipCollectApp.collector_plugin = platforms()[lms].collector
     extra.LmsCollector.roster = str(roster_path)
     extra.LmsCollector.times = str(times_path or '')
     extra.LmsCollector.due = due.isoformat(' ') + '+00:00' if due else ''
@@ -429,16 +530,10 @@ def zip_collect(step, zip_path, lms, roster_path, times_path, due, staging, root
 def scheduled_due(step, root=ROOT):
     """The step's due date in course.toml's [schedule] (what the student README shows), in UTC without an offset, as
     nbgrader keeps it; None if the schedule gives none."""
-    from course.authoring.publish import PublishError, _when
-    from course.layout import settings
+    from course.settings import load
 
-    entry = (settings(root).get('schedule') or {}).get(step)
-    if not isinstance(entry, dict) or 'due' not in entry:
-        return None
-    try:
-        return _when(entry['due'], f'course.toml: [schedule] {step} due').astimezone(timezone.utc).replace(tzinfo=None)
-    except PublishError as e:
-        raise Refused(str(e)) from None
+    dates = load(root).schedule.get(step)  # checked on load: a bad date stops with one line naming it
+    return dates.due_utc if dates else None
 
 
 def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=None, root=ROOT):
@@ -448,7 +543,7 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
     from nbgrader.api import Gradebook, MissingEntry
 
     from course import runner
-    from course.authoring.demo import DEMO_MARK
+    from course.layout import DEMO_MARK
 
     root = Path(root).resolve()
     zip_path = Path(zip_path).resolve()
@@ -461,16 +556,17 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
         due_at = iso_utc(due) if due else None
     except (ValueError, OverflowError):
         raise Refused(f'--due {due!r}: not a time (write 2026-12-01 23:59:00+00:00)') from None
-    submitted = root / 'submitted'
+    submitted = submitted_path(root=root)
     if (submitted / DEMO_MARK).exists():
-        raise Refused(f'{submitted}: holds the demo class (make demo): move it away or run make clean, then collect')
+        raise Refused(f'{submitted}: holds a demo class that an older make demo left there (make demo now grades in demo/): '
+                      'make clean-class (it backs it up first), then collect')
     chosen, scanned = classify([i.filename for i in infos if not i.is_dir()], lms, roster, times, {}, root)
     present = [only_step] if only_step else sorted({d.step for d in chosen.values()})
     if not present:
-        other = next(n for n in NAMINGS if n != lms)
+        others = ' or '.join(p.name for k, p in downloads().items() if k != lms)
         return [printable(line) for line in scanned + [
             f'nothing collected from {zip_path}: no file in it is a rostered student\'s notebook named as '
-            f'{NAMINGS[lms].name} names them (is it a {NAMINGS[other].name} download?)']]
+            f'{platforms()[lms].name} names them (is it a {others} download?)']]
     others = [f'not collected: {path}: a notebook of {d.step}, and --step is {only_step}'
               for path, d in sorted(chosen.items()) if d.step not in present]
     names = {i.filename for i in infos}
@@ -500,13 +596,16 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
         for step in present:
             decisions, found = zip_collect(step, zip_path, lms, roster_path, times_path, dues[step], work / step, root)
             lines += found
-            for folder in sorted((work / step / 'submitted').glob(f'*/{step}')):
+            for folder in sorted(submitted_path(root=work / step).glob(f'*/{step}')):
                 student, target = folder.parent.name, submitted / folder.parent.name / step
+                if verdict := gate.check(folder.parent.parent, student, step):  # what every way in is held to
+                    lines.append(f'not collected: {student} {step}: {verdict}')
+                    continue
                 if target.exists():
                     if same(folder, target):
                         lines.append(f'unchanged: {student} {step}: the same file as already collected')
                         continue
-                    keep = root / LMS_FOLDER / 'replaced' / stamp / student / step
+                    keep = lms_path(root) / 'replaced' / stamp / student / step
                     keep.parent.mkdir(parents=True, exist_ok=True)
                     shutil.move(target, keep)
                     lines.append(f'replaced: {student} {step}: the earlier copy is in {keep.relative_to(root)}')
@@ -526,15 +625,13 @@ def collect(zip_path, lms, roster_path, times_path=None, due=None, only_step=Non
     # a file's name is the student's: shown with its control characters escaped, so that each stays one line and none
     # can move the instructor's terminal about
     unique = list(dict.fromkeys(printable(line) for line in taken + lines + others))
-    report = root / LMS_FOLDER / f'collect-{stamp}.txt'
+    report = lms_path(root) / f'collect-{stamp}.txt'
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(''.join(f'{line}\n' for line in unique))
     return unique
 
 
-def printable(line):
-    """line with every control character (a newline, an escape) written as its escape sequence."""
-    return ''.join(repr(ch)[1:-1] if unicodedata.category(ch) == 'Cc' else ch for ch in line)
+printable = gate.printable  # every control character (a newline, an escape) written as its escape sequence
 
 
 def plain(name):
@@ -544,42 +641,46 @@ def plain(name):
 
 def feedback_pages(step, student, root=ROOT):
     """The feedback pages make grade wrote for a student's step (feedback/<student>/<step>/*.html)."""
-    return sorted((Path(root) / 'feedback' / student / step).glob('*.html'))
+    return sorted(feedback_path(student, step, root).glob('*.html'))
+
+
+class SafeWriter:
+    """csv.writer whose every text is written by course.gate.printable(): a name from the roster (an LMS's, which the
+    student may set) with a newline or an escape code stays one cell and shows as what it is."""
+
+    def __init__(self, f):
+        self.w = csv.writer(f)
+
+    def writerow(self, row):
+        self.w.writerow([gate.printable(v) if isinstance(v, str) else v for v in row])
+
+
+def totals(table):
+    """One dict per student of table (course.reports.export.rows()): the score of each step, and the course total (score
+    and max)."""
+    out = {}
+    for r in table:
+        if r.get('refused_id'):  # an id the gate refused is no student's: it has no total
+            continue
+        t = out.setdefault(r['student_id'], {'student_id': r['student_id'], 'last_name': r['last_name'],
+                                             'first_name': r['first_name'], 'email': r['email']})
+        t[r['step']] = r['score']
+        t['total'] = t.get('total', 0.0) + r['score']
+        t['total_max'] = t.get('total_max', 0.0) + r['max_score']
+    return list(out.values())
 
 
 def package_feedback(gradebook, root=ROOT):
-    """Each collected student's feedback pages, as their LMS takes them back: for Moodle, a zip per step for its "Upload
-    multiple feedback files in a zip" (a folder <Full Name>_<participant id>_assignfeedback_file_/ per student, the id
-    from the download); otherwise (Canvas) a folder per student, lms/feedback-canvas/<Last First (LMS id)>/<step>/.
-    Returns the paths written (old packages replaced)."""
-    root = Path(root)
-    out_dir = root / LMS_FOLDER
-    people = {s.id: s for s in gradebook.students}
-    written = []
-    canvas_dir = out_dir / 'feedback-canvas'
-    shutil.rmtree(canvas_dir, ignore_errors=True)
-    for manifest in sorted(out_dir.glob('collected-*.csv')):
+    """Each platform's feedback packages of the students it collected (Platform.package_feedback); the paths written."""
+    return [path for p in platforms().values() for path in p.package_feedback(gradebook, root)]
+
+
+def collected_rows(key, root=ROOT):
+    """{step: [manifest row]} of the files make collect took from platform key's download."""
+    out = {}
+    for manifest in sorted(lms_path(root).glob('collected-*.csv')):
         step = manifest.stem.removeprefix('collected-')
-        rows = read_manifest(step, root)
-        moodle = [r for r in rows.values() if r['lms'] == 'moodle' and feedback_pages(step, r['student_id'], root)]
-        target = out_dir / f'feedback-moodle-{step}.zip'
-        target.unlink(missing_ok=True)
-        if moodle:
-            with zipfile.ZipFile(target, 'w', zipfile.ZIP_DEFLATED) as z:
-                for r in moodle:
-                    s = people.get(r['student_id'])
-                    name = f'{s.first_name} {s.last_name}'.strip() if s else r['student_id']
-                    folder = f'{plain(name).replace("_", " ")}_{r["lms_id"]}_assignfeedback_file_'
-                    for page in feedback_pages(step, r['student_id'], root):
-                        z.write(page, f'{folder}/{page.name}')
-            written.append(target)
-        for r in rows.values():
-            if r['lms'] == 'moodle':
-                continue
-            s = people.get(r['student_id'])
-            folder = canvas_dir / plain(f'{s.last_name} {s.first_name} ({s.lms_user_id})' if s else r['student_id']) / step
-            for page in feedback_pages(step, r['student_id'], root):
-                folder.mkdir(parents=True, exist_ok=True)
-                shutil.copy(page, folder / page.name)
-                written.append(folder / page.name)
-    return written
+        rows = [r for r in read_manifest(step, root).values() if r['lms'] == key]
+        if rows:
+            out[step] = rows
+    return out

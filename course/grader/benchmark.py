@@ -29,7 +29,7 @@ from course import runner
 from course.authoring.demo import DEMO_MARK, demo_class, solved, write_class
 from course.cells import role
 from course.classroom import gradebook
-from course.layout import ROOT, copy_course, notebooks, steps
+from course.layout import AUTOGRADED, FEEDBACK, GRADEBOOK, LOGS, ROOT, copy_course, notebooks, steps, submitted_path
 
 
 def slow(nb):
@@ -78,7 +78,7 @@ def timed(cmd, cwd):
 
 def grades(course, cls):
     """{(assignment, student): {test cell: score}} from the course's gradebook (None for a submission it lacks)."""
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+    with Gradebook(f"sqlite:///{course / GRADEBOOK}") as gb:
         out = {}
         for student, work in cls.items():
             for aid in work:
@@ -92,9 +92,9 @@ def grades(course, cls):
 
 
 def reset(course):
-    for name in ('autograded', 'feedback', '.build/logs'):
+    for name in (AUTOGRADED, FEEDBACK, LOGS):
         shutil.rmtree(course / name, ignore_errors=True)
-    (course / 'gradebook.db').unlink(missing_ok=True)
+    (course / GRADEBOOK).unlink(missing_ok=True)
 
 
 def main():
@@ -136,8 +136,8 @@ def bench(size, args):
     with tempfile.TemporaryDirectory() as tmp:
         course = copy_course(tmp)
         cls = make_class(size, selected)
-        write_class(cls, course / 'submitted')
-        (course / 'submitted' / DEMO_MARK).unlink()
+        write_class(cls, submitted_path(root=course))
+        (submitted_path(root=course) / DEMO_MARK).unlink()
         n = sum(len(work) for work in cls.values())  # submissions
         floor = statistics.median(timed([sys.executable, '-c', 'import torch, matplotlib.pyplot'], course) for _ in range(3))
         runs, results, plain = {}, {}, {}

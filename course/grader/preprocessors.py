@@ -1,7 +1,8 @@
 """nbgrader preprocessors this course adds (nbgrader_config.py puts them in nbgrader's pipelines): out-of-process checks
-(AddProbe, JudgeProbe), output capped by lines and characters (CapOutput), feedback without hidden test lines
-(TestMessagesOnly), nbgrader's Execute that records why a notebook's execution stopped (RecordedExecute), and nbgrader's
-CheckCellMetadata that checks each cell's metadata once per process (CheckCellMetadataOnce)."""
+(AddProbe, JudgeProbe), output capped by lines and characters (CapOutput), the course's gate in nbgrader's own
+autograde (GateSubmission), nbgrader's Execute that records why a notebook's execution stopped (RecordedExecute), and
+nbgrader's CheckCellMetadata that checks each cell's metadata once per process (CheckCellMetadataOnce). The feedback's
+preprocessors are course.reports.feedback's."""
 
 import builtins
 import contextlib
@@ -20,9 +21,11 @@ from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 from nbgrader.preprocessors import CheckCellMetadata, Execute, NbGraderPreprocessor
 from traitlets import Integer
 
+from course import gate
 from course.cells import role
+from course.grader import outcome as grading_outcome
 from course.grader import probe as probe_runtime
-from course.grader.claims import judge
+from course.grader.claims import judge, probe_parts
 from course.isolation import policy
 from course.isolation.sandbox import sanitize
 from course.layout import instructor_module
@@ -38,6 +41,26 @@ def capped(text, max_lines, max_chars):
     if cut == text:
         return text
     return f'{cut}\n... output truncated by the grader ({len(lines):,} lines, {len(text):,} characters) ...\n'
+
+
+class SubmissionRefused(Exception):
+    """The gate (course.gate) refused the submission nbgrader was about to grade."""
+
+
+class GateSubmission(NbGraderPreprocessor):
+    """First in autograde's first pass: the submission nbgrader is converting goes through the course's gate (course.gate:
+    its id, every file's type, name and size), or nbgrader stops with SubmissionRefused and removes what it had copied.
+    make grade refuses such a submission before nbgrader ever sees it (course.grader.workers.prepare); this holds a plain
+    `nbgrader autograde` to the same gate, which reads each student id as a glob pattern and copies the submission's
+    other files following any link (its pre-convert hook cannot stop it: nbgrader logs that hook's errors and goes on)."""
+
+    def preprocess(self, nb, resources):
+        info, folder = resources.get('nbgrader', {}), Path(resources['metadata']['path'])
+        student, step = info.get('student', folder.parent.name), info.get('assignment', folder.name)
+        verdict = gate.check_id(student) or gate.check(folder.parent.parent, folder.parent.name, folder.name)
+        if verdict:
+            raise SubmissionRefused(f'{gate.printable(student)} {gate.printable(step)}: {verdict}')
+        return nb, resources
 
 
 class CapOutput(NbGraderPreprocessor):
@@ -59,35 +82,25 @@ class CapOutput(NbGraderPreprocessor):
         return cell, resources
 
 
-class TestMessagesOnly(NbGraderPreprocessor):
-    """In feedback, a failed test cell shows its error's name and message, not a traceback that could quote hidden tests."""
-
-    def preprocess_cell(self, cell, resources, index):
-        if role(cell) == 'test':
-            for out in cell.get('outputs', []):
-                if out.get('output_type') == 'error':
-                    out.traceback = [f'{out.ename}: {out.evalue}']
-        return cell, resources
-
-
 def checks_for(aid):
     """source/<aid>/instructor/checks.py, the out-of-process checks of an assignment, or None."""
     return instructor_module(aid, 'checks')
 
 
 def probe_constants(checks):
-    """{name: value} of the step's constants its probe() takes (its keyword-only parameters, module-level names of
+    """{name: value} of the step's constants its probe parts take (their keyword-only parameters, module-level names of
     checks.py), as JSON: they reach the kernel as data, in PROBE_IN."""
-    names = [p.name for p in inspect.signature(checks.probe).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    names = sorted({p.name for part in probe_parts(checks) for p in inspect.signature(part).parameters.values()
+                    if p.kind is p.KEYWORD_ONLY})
     missing = [n for n in names if not hasattr(checks, n)]
     if missing:
-        raise ValueError(f'{checks.__file__}: probe() takes {", ".join(missing)}, which checks.py does not define: '
-                         'define each keyword-only parameter of probe() as a module-level constant')
+        raise ValueError(f'{checks.__file__}: a probe part takes {", ".join(missing)}, which checks.py does not define: '
+                         'define each keyword-only parameter of a part as a module-level constant')
     try:
         return json.dumps({n: getattr(checks, n) for n in names})
     except TypeError as e:
-        raise ValueError(f'{checks.__file__}: a constant probe() takes is not JSON ({e}): give it as numbers, strings, '
-                         'booleans, None, lists or dicts of them') from None
+        raise ValueError(f'{checks.__file__}: a constant a probe part takes is not JSON ({e}): give it as numbers, '
+                         'strings, booleans, None, lists or dicts of them') from None
 
 
 def unbound_names(source):
@@ -103,20 +116,25 @@ def unbound_names(source):
 
 def probe_cell(checks):
     """The code of the cell AddProbe appends: course/grader/probe.py (the runtime every step shares), the step's helpers
-    (PROBE_HELPERS of checks.py: functions or classes the grader's claims use too, written once), its probe() and
-    `main(probe, <the notebook's globals>)`, executed in a namespace of their own (nothing is defined among the notebook's
-    names). probe() and the helpers run in the kernel, apart from checks.py: they may use only their parameters, builtins,
-    what they import and each other."""
+    (PROBE_HELPERS of checks.py: functions or classes the grader's claims use too, written once), the parts of its probe
+    (its @records functions) and `main([part, ...], <the notebook's globals>)`, executed in a namespace of their own
+    (nothing is defined among the notebook's names). The parts and the helpers run in the kernel, apart from checks.py:
+    they may use only their parameters, builtins, what they import and each other."""
     helpers = tuple(getattr(checks, 'PROBE_HELPERS', ()))
-    sources = [textwrap.dedent(inspect.getsource(h)) for h in helpers]
-    step_probe = textwrap.dedent(inspect.getsource(checks.probe))
-    sent = {checks.probe.__name__, *(h.__name__ for h in helpers)}
-    unbound = [n for n in unbound_names('\n\n'.join([*sources, step_probe])) if n not in sent]
+    parts = probe_parts(checks)
+    if not parts:
+        raise ValueError(f'{checks.__file__}: no probe part: mark each function that records in the student\'s kernel '
+                         'with @records (course.grader.claims)')
+    sources = [textwrap.dedent(inspect.getsource(f)) for f in (*helpers, *parts)]
+    sent = {f.__name__ for f in (*helpers, *parts)} | {'records'}
+    unbound = [n for n in unbound_names('\n\n'.join(sources)) if n not in sent]
     if unbound:
-        raise ValueError(f'{checks.__file__}: probe() or a helper of PROBE_HELPERS uses {", ".join(unbound)}, which the '
-                         'kernel does not have: import it inside the function, reach the notebook\'s names as nb.<name>, '
-                         'take a constant as a keyword-only parameter of probe(), or add the helper to PROBE_HELPERS')
-    code = '\n\n'.join([inspect.getsource(probe_runtime), *sources, step_probe, f'main({checks.probe.__name__}, NOTEBOOK)\n'])
+        raise ValueError(f'{checks.__file__}: a probe part or a helper of PROBE_HELPERS uses {", ".join(unbound)}, which '
+                         'the kernel does not have: import it inside the function, reach the notebook\'s names as '
+                         'nb.<name>, take a constant as a keyword-only parameter of the part, or add the helper to '
+                         'PROBE_HELPERS')
+    code = '\n\n'.join([inspect.getsource(probe_runtime), *sources,
+                         f'main([{", ".join(f.__name__ for f in parts)}], NOTEBOOK)\n'])
     return ('# The grader\'s probe: it records what this notebook\'s code computes on the grader\'s inputs, to be checked '
             'elsewhere.\n'
             f'exec(compile({code!r}, "<grader probe>", "exec"), {{"__name__": "grader_probe", "NOTEBOOK": globals()}})\n')
@@ -142,7 +160,7 @@ class AddProbe(NbGraderPreprocessor):
 
 class OverBudget(ValueError):
     """What a submission's code wrote is larger than the grader reads (its size, declared or on disk): the checks that
-    needed it fail, with this message, and the submission's record says so (OVER_BUDGET)."""
+    needed it fail, with this message, and the submission's outcome says so (Outcome.over_budget)."""
 
 
 def zip_directory(path):
@@ -222,7 +240,8 @@ def read_record(path, max_bytes, max_expanded=64 << 20, max_entries=1000):
 
 
 class JudgeProbe(NbGraderPreprocessor):
-    """After execution: take the probe cell out, judge its record here, and fail every test cell whose claim does not hold."""
+    """After execution: take the probe cell out, judge its record here, and fail every test cell whose claim does not hold;
+    the submission's outcome (course.grader.outcome, in resources) records a probe that stopped and a record over budget."""
 
     max_bytes = Integer(50_000_000, help='a larger record (on disk) is not read, and every check fails').tag(config=True)
     max_expanded = Integer(64 << 20, help='a record that declares more bytes once decompressed is not read, and every '
@@ -237,8 +256,9 @@ class JudgeProbe(NbGraderPreprocessor):
             return nb, resources
         probe_cells = [c for c in nb.cells if c.metadata.get('course', {}).get('probe')]
         # The probe ran past the cell limit (or its kernel died in it): the checks that needed what it had not recorded
-        # yet fail, and the submission's status must say why (PROBE), not read 'graded'.
-        PROBE['stopped'] = next((o['ename'] for c in probe_cells for o in c.get('outputs', [])
+        # yet fail, and the submission's status must say why (its outcome's probe), not read 'graded'.
+        outcome = grading_outcome.of(resources)
+        outcome.probe = outcome.probe or next((o['ename'] for c in probe_cells for o in c.get('outputs', [])
                                  if o.get('output_type') == 'error' and o.get('ename') in STOPPING), None)
         nb.cells = [c for c in nb.cells if c not in probe_cells]
         record, inputs, over = {}, resources['probe_inputs'], None
@@ -246,7 +266,7 @@ class JudgeProbe(NbGraderPreprocessor):
         try:
             record = read_record(out, self.max_bytes, self.max_expanded, self.max_entries)
         except OverBudget as e:  # every check fails, saying why; the submission's status too
-            over = OVER_BUDGET['reason'] = str(e)
+            over = outcome.over_budget = str(e)
         except Exception as e:  # a damaged or forged record: every check fails
             self.log.warning('probe record %s unreadable: %s', out, e)
         verdicts = judge(checks, inputs, record)
@@ -261,34 +281,6 @@ class JudgeProbe(NbGraderPreprocessor):
             with contextlib.suppress(OSError):
                 (folder / name).unlink()
         return nb, resources
-
-
-# What of the last submission graded in this process was over the grader's budget (JudgeProbe's record, RecordedExecute's
-# outputs), or None: course.grader.grading clears it before each submission and records it with the result.
-OVER_BUDGET = {'reason': None}
-
-
-# Whether the probe cell of the last submission judged in this process stopped (CellTimeoutError, DeadKernelError), or
-# None: course.grader.grading clears it before each submission and records it with the result (its status says so).
-PROBE = {'stopped': None}
-
-# The cells of the last notebook executed in this process that ran past Execute.timeout, each with how busy the machine
-# was then: {cell: {'load': 1-minute load average, 'cores': n}}. The limit is counted on the clock, so that a cell waiting
-# on nothing (a sleep, a lock) is stopped too; on a machine with more runnable processes than cores, a cell gets less
-# than a core, and its status says so (course.reports.results.status) instead of charging the lost time silently to the student.
-TIMEOUTS = {}
-
-
-def machine_load():
-    """{'load': the 1-minute load average, 'cores': the cores this process may use}."""
-    import os
-
-    return {'load': round(os.getloadavg()[0], 2), 'cores': len(os.sched_getaffinity(0))}
-
-
-# Why the last notebook executed in this process stopped: the name of the exception that stopped it (DeadKernelError,
-# CellTimeoutError...), or None. course.grader.grading clears it before each submission and records it with the result.
-STOPPED = {'error': None}
 
 
 def output_size(content):
@@ -308,44 +300,51 @@ def output_size(content):
 
 
 class RecordedExecute(Execute):
-    """nbgrader's Execute, which also records in STOPPED the exception that stopped a notebook (nbgrader only logs it),
-    and holds what the notebook's outputs may cost the grader while it runs: past max_output_bytes, outputs are dropped
-    as they arrive (a note says so, and OVER_BUDGET), but for each cell's first error, capped, which grading needs."""
+    """nbgrader's Execute, which also records in the submission's outcome (course.grader.outcome, in resources) the
+    exception that stopped a notebook (nbgrader only logs it) and each cell that ran past the cell limit, with how busy
+    the machine was then; and holds what the notebook's outputs may cost the grader while it runs: past
+    max_output_bytes, outputs are dropped as they arrive (a note says so, and the outcome's over_budget), but for each
+    cell's first error, capped, which grading needs."""
 
     max_output_bytes = Integer(32 << 20, help='bytes of output (text, images, errors) a notebook may send the grader in '
                                               'all while it runs; later outputs are dropped').tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
-        STOPPED['error'] = None
-        TIMEOUTS.clear()
+        resources = {} if resources is None else resources
+        outcome = grading_outcome.of(resources)  # nbclient keeps resources as self.resources while it runs
         self.output_bytes = 0
         try:
             return super().preprocess(nb, resources, km)
         except Exception as e:
-            STOPPED['error'] = type(e).__name__
+            outcome.stopped = type(e).__name__
             raise
 
     async def _async_handle_timeout(self, timeout, cell=None):
-        """nbclient's: a cell ran past the limit and is interrupted. Recorded first (TIMEOUTS), with the machine's load."""
+        """nbclient's: a cell ran past the limit and is interrupted. Recorded first (the outcome's timeouts), with the
+        machine's load: the limit is counted on the clock, so that a cell waiting on nothing (a sleep, a lock) is stopped
+        too; on a machine with more runnable processes than cores, a cell gets less than a core, and its status says so
+        (course.reports.results.status) instead of charging the lost time silently to the student."""
         if cell is not None:
             key = cell.metadata.get('nbgrader', {}).get('grade_id') or cell.get('id') or '?'
-            TIMEOUTS.setdefault('probe' if cell.metadata.get('course', {}).get('probe') else key, machine_load())
+            grading_outcome.of(self.resources).timeouts.setdefault(
+                'probe' if cell.metadata.get('course', {}).get('probe') else key, grading_outcome.machine_load())
         return await super()._async_handle_timeout(timeout, cell)
 
     def output(self, outs, msg, display_id, cell_index):
         self.output_bytes += output_size(msg['content'])
         if self.output_bytes <= self.max_output_bytes:
             return super().output(outs, msg, display_id, cell_index)
-        if OVER_BUDGET['reason'] is None:
-            OVER_BUDGET['reason'] = (f'its outputs passed the {self.max_output_bytes >> 20} MiB the grader reads: '
-                                     'the rest were dropped')
+        outcome = grading_outcome.of(self.resources)
+        if outcome.over_budget is None:
+            outcome.over_budget = (f'its outputs passed the {self.max_output_bytes >> 20} MiB the grader reads: '
+                                   'the rest were dropped')
         if msg['msg_type'] == 'error' and not any(o.get('output_type') == 'error' for o in outs):
             content = msg['content']
             outs.append(nbformat.v4.new_output('error', ename=capped(str(content.get('ename', '')), 1, 200),
                                                evalue=capped(str(content.get('evalue', '')), 20, 2000),
                                                traceback=[capped(str(t), 50, 5000) for t in content.get('traceback', [])[-20:]]))
         elif not any(DROPPED in o.get('text', '') for o in outs if o.get('output_type') == 'stream'):
-            outs.append(nbformat.v4.new_output('stream', name='stdout', text=f'{DROPPED} ({OVER_BUDGET["reason"]})\n'))
+            outs.append(nbformat.v4.new_output('stream', name='stdout', text=f'{DROPPED} ({outcome.over_budget})\n'))
         return None
 
 

@@ -9,8 +9,8 @@ import shutil
 
 import nbformat
 
-from course.cells import STUB_LINE, grade_id, role
-from course.layout import ROOT, notebooks
+from course.cells import STUB_LINE, grade_id, read_submitted, role
+from course.layout import ROOT, notebooks, repairs_path, submitted_path
 
 
 def first_line(cell):
@@ -107,7 +107,7 @@ def repair(release, sub):
 
 def repair_submission(aid, student, root=ROOT):
     """Check and repair submitted/<student>/<aid>/ in place (originals kept in .original/); return (repairs, attention)."""
-    folder = root / 'submitted' / student / aid
+    folder = submitted_path(student, aid, root)
     keep = folder / '.original'
     repairs, attention = [], []
     for name in notebooks(aid, root):
@@ -125,7 +125,7 @@ def repair_submission(aid, student, root=ROOT):
             originals = [keep / others[0].name]
         source_path = originals[0] if originals else path
         try:
-            sub = nbformat.read(source_path, as_version=4)
+            sub = read_submitted(source_path)  # never through a link, never past its budget (course.gate)
         except Exception:  # unreadable: course.reports.results reports it and autograde leaves it
             continue
         fixed, made, needs = repair(release, sub)
@@ -136,7 +136,7 @@ def repair_submission(aid, student, root=ROOT):
             nbformat.write(fixed, path)
         repairs += made
         attention += needs
-    report = root / 'repairs' / student / f'{aid}.txt'
+    report = repairs_path(aid, student, root)
     if repairs or attention:
         report.parent.mkdir(parents=True, exist_ok=True)
         report.write_text(''.join(f'repaired: {r}\n' for r in repairs) + ''.join(f'needs attention: {a}\n' for a in attention))

@@ -70,7 +70,7 @@ def places():
 def sweep(found=None):
     """Remove the kernels' cgroups whose launcher is gone: it was killed before it could (jupyter_client SIGKILLs a
     launcher whose kernel takes more than seconds to end, after a fork bomb, say). Each is empty by then: the kernel's
-    processes died with its namespace. Every make() sweeps, and so does course.grader.grading once a batch is graded. found:
+    processes died with its namespace. Every make() sweeps, and so does course.grader.workers once a batch is graded. found:
     places(), if the caller has it already."""
     for parent, _ in places() if found is None else found:
         for stale in parent.glob(f'{PREFIX}*'):

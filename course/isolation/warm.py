@@ -7,7 +7,7 @@ docs/security.md says what differs). The launcher, which jupyter_client starts a
 kernel, asks the server for a kernel over a unix socket, passes it its stdout, stderr and extra arguments, and exits
 with the kernel's status once the kernel is gone; if the launcher goes away, the server stops the kernel.
 
-  course.grader.grading starts a server with `with server(root) as s:` and gives each nbgrader worker kernel_config(s).
+  course.grader.workers starts a server with `with server(root) as s:` and gives each nbgrader worker kernel_config(s).
 """
 
 import contextlib
@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from course.isolation import cgroups, policy, sandbox
+from course.layout import autograded_path
 
 NAME = 'course-warm'  # the kernelspec name
 SOCKET_ENV = 'COURSE_WARM_SOCKET'  # the kernelspec sets it for the launcher: the server's socket
@@ -87,7 +88,7 @@ def server(root):
     """Start a kernel server for grading the course at root (its kernels' folders are below root/autograded/); yield the
     path of its socket, for kernel_config(); stop it, and every kernel still running, on exit."""
     batch = Path(tempfile.mkdtemp(prefix=f'{NAME}-'))  # short: a unix socket path has at most 107 bytes
-    autograded = Path(root).resolve() / 'autograded'
+    autograded = autograded_path(root=Path(root).resolve())
     autograded.mkdir(exist_ok=True)
     data = sandbox.find_data(autograded / 'student' / 'assignment')
     sock = batch / 'server.sock'

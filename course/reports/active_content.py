@@ -38,7 +38,7 @@ from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool
 
-from course.layout import ROOT
+from course.layout import ROOT, repairs_path
 
 # The lines of repairs/<student>/<assignment>.txt written here (course/grader/repair.py writes the rest): active content removed
 # from outputs and markdown, and files the student's code wrote while graded, deleted.
@@ -281,7 +281,7 @@ class SanitizeFeedback(SanitizeActiveContent):
 def write_report(aid, student, removed, deleted=()):
     """Replace the 'removed: ' and 'deleted: ' lines of repairs/<student>/<aid>.txt (course/grader/repair.py's report) with what
     was removed and the files deleted."""
-    path = ROOT / 'repairs' / student / f'{aid}.txt'
+    path = repairs_path(aid, student, ROOT)
     lines = [line for line in (path.read_text().splitlines() if path.exists() else [])
              if not line.startswith((REPORT_PREFIX, DELETED_PREFIX))]
     lines += [REPORT_PREFIX + r for r in removed]
@@ -297,7 +297,7 @@ def write_report(aid, student, removed, deleted=()):
 
 def read_removed(aid, student):
     """What SanitizeActiveContent and RemoveNewFiles removed from a submission, from its repair report."""
-    path = ROOT / 'repairs' / student / f'{aid}.txt'
+    path = repairs_path(aid, student, ROOT)
     lines = path.read_text().splitlines() if path.exists() else []
     return [line[len(REPORT_PREFIX):] for line in lines if line.startswith(REPORT_PREFIX)]
 

@@ -1,7 +1,7 @@
 """The class report, reports/index.html: what the class got wrong, step by step, on one self-contained page.
 
-  make grade                  writes it after grading (course.grader.grade)
-  python -m course.reports.report     rebuilds it, after manual grading say, without re-grading
+  make grade                                         writes it after grading (course.grader.grade)
+  make report (python -m course.reports.classreport)   rebuilds it, after manual grading say, without re-grading
 
 Per step: the score distribution; each autograded test cell's pass rate and discrimination (the correlation of its score
 with the rest of the step's score, the corrected item-total correlation), flagged when nobody passes it, everybody does,
@@ -16,6 +16,7 @@ page has no script and its Content-Security-Policy allows none, and the figures 
 matplotlib's Agg) carry no student text.
 """
 
+import argparse
 import base64
 import datetime
 import hashlib
@@ -29,9 +30,9 @@ from pathlib import Path
 
 from course.cells import MARKER, STUB_ERROR, STUB_MESSAGE, role
 from course.classroom import gradebook
-from course.layout import ROOT, autograded_points, notebooks
+from course.layout import REPORTS, ROOT, autograded_path, autograded_points, is_demo, notebooks
 
-OUT = Path('reports') / 'index.html'
+OUT = Path(REPORTS) / 'index.html'
 MESSAGES_SHOWN = 5  # failure message groups listed per cell
 SIMILARITY = 0.5  # a pair is listed when this share of one student's own code (not the release's) is in the other's
 MIN_OVERLAP = 40  # ... and they share at least this many characters of tokenised code
@@ -227,7 +228,7 @@ def solution_code(step, student, root=ROOT, given=frozenset()):
     stub, the reference solution), cut to MAX_CODE_CHARS; None if unreadable."""
     parts = []
     for name in notebooks(step, root):
-        path = Path(root) / 'autograded' / student / step / name
+        path = autograded_path(student, step, root) / name
         if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_NOTEBOOK_BYTES:
             return None
         try:
@@ -375,8 +376,12 @@ TEMPLATE = """<!DOCTYPE html>
 <h1>Class report</h1>
 <p class="note">Built {{ built }} from the gradebook and <code>results/</code>: {{ students }} students,
 {{ steps | length }} step{{ 's' if steps | length != 1 }}. After grading written answers by hand,
-<code>python -m course.reports.report</code> rebuilds it without re-grading. Statistics count the submissions that were
+<code>{{ rebuild }}</code> rebuilds it without re-grading. Statistics count the submissions that were
 autograded and are not blank.</p>
+{% if demo %}<p class="note"><strong>This is the demo class</strong> (<code>make demo</code>): per step, a perfect, a blank
+and a late submission, and a few students who each make one typical mistake, in one function. So most cells are passed by
+nearly everyone, and <em>everybody passes</em> flags are expected here: they say nothing of the tests, which
+<code>make mutants</code> checks against every known mistake. In a real class, that flag is worth a look.</p>{% endif %}
 <nav><ul>
 {% for s in steps %}<li><a href="#{{ s.step }}">{{ s.step }}</a>: {{ s.n }} of {{ s.students }} students took part,
 {{ s.flagged | length }} flagged cell{{ 's' if s.flagged | length != 1 }},
@@ -477,7 +482,7 @@ def section_key(step, rows, root=ROOT, threshold=SIMILARITY):
     code, and the notebooks its similarity reads (each student's autograded ones, the step's source and release: path,
     size, modification time)."""
     root = Path(root)
-    files = sorted((root / 'autograded').glob(f'*/{step}/*.ipynb')) + sorted((root / 'source' / step).glob('*.ipynb'))
+    files = sorted(autograded_path(root=root).glob(f'*/{step}/*.ipynb')) + sorted((root / 'source' / step).glob('*.ipynb'))
     files += sorted((root / 'release' / step).glob('*.ipynb'))
     stamp = [(str(f.relative_to(root)), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.is_file()]
     data = json.dumps([step, rows, threshold, Path(__file__).read_text(), stamp], sort_keys=True, default=str)
@@ -514,8 +519,11 @@ def render(table, root=ROOT, threshold=SIMILARITY):
     steps = [cached_section(step, rows, root, threshold) for step, rows in table.items()]
     students = len({r['student_id'] for rows in table.values() for r in rows})
     built = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+    demo = is_demo(root)
+    rebuild = ('cd demo && ../.venv/bin/python -m course.reports.classreport' if demo
+               else 'make report (.venv/bin/python -m course.reports.classreport)')
     return env.from_string(TEMPLATE).render(csp=csp, css=CSS, steps=steps, students=students, built=built,
-                                            threshold=threshold, min_overlap=MIN_OVERLAP)
+                                            threshold=threshold, min_overlap=MIN_OVERLAP, demo=demo, rebuild=rebuild)
 
 
 def write(root=ROOT, out=None, threshold=SIMILARITY):
@@ -527,3 +535,17 @@ def write(root=ROOT, out=None, threshold=SIMILARITY):
     tmp.write_text(html, encoding='utf-8')
     tmp.replace(out)
     return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog='python -m course.reports.classreport', description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--out', help=f'where to write the page (default: {OUT})')
+    ap.add_argument('--similarity', type=float, default=SIMILARITY,
+                    help='list a pair when this share of one student\'s own code is in the other\'s (default %(default)s)')
+    args = ap.parse_args(argv)
+    print(f'wrote {write(out=args.out, threshold=args.similarity)}')
+
+
+if __name__ == '__main__':
+    main()

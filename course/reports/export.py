@@ -7,15 +7,10 @@ each with one header row, readable by csv, pandas and a spreadsheet.
                       submission of a step gets a row with status 'not submitted' and 0.
   grades-cells.csv    one row per student, step and graded cell (test cells and written answers): its score.
   grades-total.csv    one row per student: the score of each step (a column each) and the course total.
-When the gradebook holds LMS ids (a roster imported by course.classroom.collect, docs/lms.md), the same scores for the
-LMS, in lms/:
-  grades-canvas.csv   Canvas's gradebook import: Student, ID (the Canvas user id), SIS User ID, SIS Login ID, Section, a
-                      Points Possible row, a column per step, and Final Points (the course total; read-only in Canvas).
-  grades-moodle.csv   Moodle's gradebook import (Grades > Import > CSV file, users by email): a column per step and the
-                      course total.
-  moodle-worksheet-<step>.csv  Moodle's assignment grading worksheet (Upload grading worksheet): Identifier
-                      (Participant <id>), Grade, Last modified (grade), ...; for a step collected from Moodle.
-  and each student's feedback pages packaged for the LMS (course.classroom.lms.package_feedback).
+When the class goes through an LMS (a roster with LMS ids imported by course.classroom.collect, docs/lms.md), the same
+scores for that LMS, in lms/, as each platform of course.classroom.lms writes them (Platform.write_grades: Canvas's
+grades-canvas.csv, Moodle's grades-moodle.csv and grading worksheets), and each student's feedback pages packaged for
+it (Platform.package_feedback). An LTI class's grades go back by `make passback` instead (docs/lti.md).
 The status comes from results/<step>/<student>.json (course.reports.results).
 """
 
@@ -24,6 +19,8 @@ from pathlib import Path
 
 from nbgrader.plugins import ExportPlugin
 
+from course import gate
+from course.classroom.lms import totals
 from course.layout import ROOT, autograded_points, steps
 from course.reports import results
 
@@ -70,7 +67,7 @@ def graded(gradebook):
 def rows(gradebook, root=ROOT):
     """One dict per student of the gradebook and step: STEP_COLUMNS, plus 'cells' ({grade_id: autograded score}, every
     test cell of the step), 'graded_cells' (CELL_COLUMNS rows), 'awaiting' ([(notebook, grade_id)] of the written answers
-    that wait for a human) and 'record' (results/, or None)."""
+    that wait for a human), 'submitted' (the gradebook holds a submission) and 'record' (results/, or None)."""
     subs, all_grades = graded(gradebook)
     assignments = {a.name: a for a in gradebook.assignments}
     students = sorted(gradebook.students, key=lambda s: s.id)
@@ -101,80 +98,38 @@ def rows(gradebook, root=ROOT):
                                   'kind': 'test' if g['cell_type'] == 'code' else 'answer', 'score': g['score'],
                                   'max_score': g['max_score']} for g in grades],
                 'awaiting': [(g['notebook'], g['name']) for g in grades if g['manual']],
+                'submitted': sub is not None,
                 'record': record,
+            })
+        for bad in results.refused_ids(step, root):  # an id the gate refused: no gradebook entry, no record, no points
+            out.append({
+                'student_id': bad['student'], 'last_name': '', 'first_name': '', 'email': '', 'step': step,
+                'duedate': assignment.duedate or '', 'timestamp': '', 'status': f"refused ({bad['detail']})", 'kernel': '',
+                'raw_score': 0.0, 'late_submission_penalty': 0.0, 'score': 0.0, 'max_score': assignment.max_score,
+                'autograded': 0.0, 'autograded_max': sum(points.values()), 'needs_manual_grading': False,
+                'cells': dict.fromkeys(points, 0.0), 'graded_cells': [], 'awaiting': [], 'record': None,
+                'refused_id': True,
             })
     return out
 
 
-def totals(table):
-    """One dict per student: the score of each step, and the course total (score and max)."""
-    out = {}
-    for r in table:
-        t = out.setdefault(r['student_id'], {'student_id': r['student_id'], 'last_name': r['last_name'],
-                                             'first_name': r['first_name'], 'email': r['email']})
-        t[r['step']] = r['score']
-        t['total'] = t.get('total', 0.0) + r['score']
-        t['total_max'] = t.get('total_max', 0.0) + r['max_score']
-    return list(out.values())
-
-
-def score(x):
-    return f'{x:.2f}'.rstrip('0').rstrip('.')
-
-
 def write_lms(gradebook, table, root=ROOT):
-    """lms/grades-canvas.csv, lms/grades-moodle.csv and each Moodle step's worksheet, from table (rows()) and the
-    gradebook's LMS ids; then the feedback packages. Nothing if no student has an LMS id."""
-    from datetime import datetime, timezone
-
+    """What each LMS the class goes through imports (course.classroom.lms: each platform's grade file), and its
+    feedback packages."""
     from course.classroom import lms
 
-    people = {s.id: s for s in gradebook.students if s.lms_user_id}
-    if not people:
-        return
-    folder = Path(root) / lms.LMS_FOLDER
-    folder.mkdir(exist_ok=True)
-    step_names = course_steps(gradebook, root)
-    total = {t['student_id']: t for t in totals(table) if t['student_id'] in people}
-    maxima = {r['step']: r['max_score'] for r in table}
-    with open(folder / 'grades-canvas.csv', 'w', newline='') as f:
-        w = csv.writer(f)
-        w.writerow(['Student', 'ID', 'SIS User ID', 'SIS Login ID', 'Section', *step_names, 'Final Points'])
-        w.writerow(['    Points Possible', '', '', '', '', *(score(maxima[s]) for s in step_names),
-                    score(sum(maxima.values()))])
-        for sid, t in sorted(total.items(), key=lambda kv: (kv[1]['last_name'].casefold(), kv[0])):
-            w.writerow([f"{t['last_name']}, {t['first_name']}", people[sid].lms_user_id, '', '', '',
-                        *(score(t[s]) for s in step_names), score(t['total'])])
-    with open(folder / 'grades-moodle.csv', 'w', newline='') as f:
-        w = csv.writer(f)
-        w.writerow(['Email address', 'First name', 'Last name', *step_names, 'Course total'])
-        for _, t in sorted(total.items()):
-            w.writerow([t['email'], t['first_name'], t['last_name'], *(score(t[s]) for s in step_names), score(t['total'])])
-    modified = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%S UTC')
-    for step in step_names:
-        collected = lms.read_manifest(step, root)
-        worksheet = folder / f'moodle-worksheet-{step}.csv'
-        if not any(r['lms'] == 'moodle' for r in collected.values()):
-            worksheet.unlink(missing_ok=True)
-            continue
-        with open(worksheet, 'w', newline='') as f:
-            w = csv.writer(f)
-            w.writerow(['Identifier', 'Full name', 'Email address', 'Status', 'Grade', 'Maximum Grade',
-                        'Grade can be changed', 'Last modified (grade)', 'Feedback comments'])
-            for r in sorted((r for r in table if r['step'] == step and r['student_id'] in people),
-                            key=lambda r: r['student_id']):
-                pid = collected.get(r['student_id'], {}).get('lms_id') or people[r['student_id']].lms_user_id
-                w.writerow([f'Participant {pid}', f"{r['first_name']} {r['last_name']}", r['email'], r['status'],
-                            score(r['score']), score(r['max_score']), 'Yes', modified,
-                            f"late: {score(r['late_submission_penalty'])} points off" if r['late_submission_penalty'] else ''])
+    for platform in lms.platforms().values():
+        platform.write_grades(gradebook, table, root)
     lms.package_feedback(gradebook, root)
 
 
 def write(path, columns, table):
+    """A CSV of table's rows, every text written by course.gate.printable(): a name or a status with a newline or an
+    escape code stays one cell of one row, and shows as what it is."""
     with open(path, 'w', newline='') as f:
         w = csv.DictWriter(f, columns, extrasaction='ignore')
         w.writeheader()
-        w.writerows(table)
+        w.writerows({k: gate.printable(v) if isinstance(v, str) else v for k, v in row.items()} for row in table)
 
 
 def write_all(gradebook, to, root=ROOT):

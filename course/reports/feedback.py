@@ -14,6 +14,11 @@ default); nbgrader_config.py points it here. Per page, HTMLExporter:
   highlighted: a worker highlights the course's code once and each submission's own code once.
 The page is otherwise the same; tests/test_feedback.py compares it with HTMLExporter's.
 
+Before any of that, ScrubHiddenTests (also run after autograde's execution) takes out of every output of every cell
+any text of a hidden test that the student's code printed, ClearHiddenTestsOfTestCells cuts the hidden regions out
+of the test cells alone (see below), and TestMessagesOnly shows a failed test's error as its name and message, never
+its traceback.
+
 And two things for the student who opens it:
 - Its summary names each claim and says first what to fix. nbgrader's table of contents ("Test cell (Score: 0.0 / 3.0)"
   for every test) becomes: the claims that failed, each named by the first line of its test's docstring ("Check that
@@ -29,6 +34,7 @@ And two things for the student who opens it:
 
 import functools
 import html
+import json
 import re
 from pathlib import Path
 
@@ -37,7 +43,7 @@ from markupsafe import Markup
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from traitlets import Bool, Integer
 
 from course.cells import grade_id, role
@@ -99,6 +105,178 @@ def claim_name(source, gid):
     first = next((line.strip() for line in visible.splitlines() if line.strip()), '')
     m = DOCSTRING.match(first)
     return (m and m[2].strip()) or gid
+
+
+# Nothing of a hidden test leaves the grader. nbgrader's ClearHiddenTests cuts the hidden tests out of the test cells'
+# source in the feedback; but the student's kernel ran them, and any code of the student's (an IPython hook, a function
+# a hidden test calls, a later cell) can print what it saw: into any output of any cell, as text, HTML, an error. So
+# every output of every cell is scrubbed of hidden-test text, in the autograded notebook (the formgrader, the class
+# report, results/) and in the feedback page: ScrubHiddenTests.
+
+SCRUBBED = '[removed by the grader: this output quoted a hidden test]'
+GRAM = 16  # characters (whitespace aside) of a hidden line's code that, found in an output, count as quoting it
+LINE = 10  # characters (whitespace aside) of a whole hidden line that, found in an output, count as quoting it
+ANSI = re.compile(r'\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])')
+TAG = re.compile(r'</?[A-Za-z][^<>]*>')
+SPACE_AND_ESCAPES = re.compile(r'\s+|\\[nrtu]|\\(?=[\'"\\])')
+# A string literal on one line (an assertion's message, f-strings too): what a hidden test says when it fails is meant to
+# be read; its code, around the strings, is what stays hidden.
+STRING = re.compile(r"[rRbBuUfF]{0,2}('{3}|\"{3}|'|\")(?:\\.|(?!\1)[^\\\n])*\1")
+
+
+def hidden_and_visible(source):
+    """([lines of the hidden test regions], [the other lines]) of a cell's source, as nbgrader's ClearHiddenTests reads
+    the markers (a line holding BEGIN HIDDEN TESTS opens a region, one holding END HIDDEN TESTS closes it)."""
+    hidden, visible, inside = [], [], False
+    for line in (source or '').split('\n'):
+        if 'BEGIN HIDDEN TESTS' in line:
+            inside = True
+        elif 'END HIDDEN TESTS' in line:
+            inside = False
+        else:
+            (hidden if inside else visible).append(line)
+    return hidden, visible
+
+
+def normal(text):
+    """text as compared with a hidden line: terminal escapes (a traceback's colours) and HTML entities undone, whitespace
+    and a string's escapes (a repr's \\n, \\') dropped, case folded: the same line printed raw, repr'd, re-indented,
+    wrapped, coloured or as HTML reads the same."""
+    text = ANSI.sub('', text)
+    for _ in range(3):  # entities escaped twice over, as HTML in HTML
+        unescaped = html.unescape(text)
+        if unescaped == text:
+            break
+        text = unescaped
+    return SPACE_AND_ESCAPES.sub('', text).casefold()
+
+
+def grams(text):
+    return {text[i:i + GRAM] for i in range(len(text) - GRAM + 1)}
+
+
+class Secrets:
+    """What of a notebook's hidden tests must not be shown: every run of GRAM characters (normal()) of the code of a line
+    of its test cells' hidden regions (its string literals aside: a failed assertion's message is meant to be read) that no
+    cell of the course shows openly (a visible test, the given code, the text), and each whole hidden line, strings and
+    all. An output that holds one, raw, repr'd, as HTML, re-indented, split over lines, quotes a hidden test. Made once
+    per process for each notebook as the course gives it (the student's own solutions aside: Secrets.of())."""
+
+    @classmethod
+    def of(cls, cells):
+        given = tuple((role(c), c.get('source', '') if isinstance(c.get('source'), str) else '') for c in cells
+                      if role(c) not in ('solution', 'answer'))
+        return secrets_of(given)
+
+    def __init__(self, cells):
+        parts = [(kind, *hidden_and_visible(source)) for kind, source in cells]
+        hidden = set().union(*(grams(normal(code)) for kind, h, _ in parts if kind == 'test'
+                               for line in h for code in STRING.split(line)[::2]))
+        lines = {normal(line) for kind, h, _ in parts if kind == 'test' for line in h}
+        shown = {normal(line) for _, _, v in parts for line in v}
+        self.grams = hidden - set().union(*map(grams, shown))
+        self.lines = sorted((line for line in lines - shown if len(line) >= LINE), key=len, reverse=True)
+        self.pattern = re.compile('|'.join(map(re.escape, self.lines))) if self.lines else None
+
+    def __bool__(self):
+        return bool(self.grams or self.lines)
+
+    def quoted(self, text, stride=1):
+        """Whether text holds a whole hidden line, or a run of a hidden line's code (looked for every stride characters:
+        with stride s, any run of GRAM + s - 1 characters is found)."""
+        for n in {normal(text), normal(TAG.sub('', text))}:  # the text, and what a browser shows of it
+            if self.pattern and self.pattern.search(n):
+                return True
+            if any(n[i:i + GRAM] in self.grams for i in range(0, len(n) - GRAM + 1, stride)):
+                return True
+        return False
+
+    def scrub(self, text):
+        """text without its lines that quote a hidden line; SCRUBBED in their place, and in place of all of it if what
+        is left still does (a line printed across several)."""
+        if not self or not isinstance(text, str) or not self.quoted(text, 1 if len(text) < 20_000 else 4):
+            return text
+        lines = text.split('\n')
+        kept = [line for line in lines if not self.quoted(line, 1 if len(line) < 2000 else 4)]
+        for width in (2, 3):  # a hidden line cut into short lines: runs of neighbours that quote one together
+            gone = {j for i in range(len(kept) - width + 1) if len(''.join(kept[i:i + width])) < 2000
+                    and self.quoted(''.join(kept[i:i + width])) for j in range(i, i + width)}
+            kept = [line for j, line in enumerate(kept) if j not in gone]
+        out = '\n'.join(kept + [SCRUBBED] * (len(kept) < len(lines)))
+        return SCRUBBED if self.quoted(out, 4) else out
+
+
+BINARY = frozenset({'image/png', 'image/jpeg', 'image/gif', 'image/webp', 'application/pdf'})
+
+
+@functools.lru_cache(maxsize=64)
+def secrets_of(given):
+    return Secrets(given)
+
+
+def scrub_output(out, secrets):
+    """Scrub one output (nbformat's dict) of secrets, in place; whether anything was removed. An error stays an error
+    (nbgrader scores a test cell by it) and a stream keeps its name (stderr zeroes a test cell)."""
+    before = repr(out)
+    if out.get('output_type') == 'error':
+        out['evalue'] = secrets.scrub(str(out.get('evalue', '')))
+        if secrets.quoted(str(out.get('ename', '')), 4):
+            out['ename'] = 'Error'
+        if any(secrets.quoted(str(line), 4) for line in out.get('traceback', [])):
+            out['traceback'] = [f'{out["ename"]}: {out["evalue"]}']
+    elif 'text' in out:
+        out['text'] = secrets.scrub(out['text'] if isinstance(out['text'], str) else ''.join(out['text']))
+    for mime, value in list(out.get('data', {}).items()):
+        if mime in BINARY:  # base64 of an image: no text to read (an image of text, or a cipher, is not recognised)
+            continue
+        if isinstance(value, list):
+            value = ''.join(map(str, value))
+        if isinstance(value, str):
+            out['data'][mime] = secrets.scrub(value)
+        elif secrets.quoted(json.dumps(value), 4):  # JSON data
+            del out['data'][mime]
+            out['data'].setdefault('text/plain', SCRUBBED)
+    if out.get('metadata') and secrets.quoted(json.dumps(out['metadata'], default=str), 4):
+        out['metadata'] = {}
+    return repr(out) != before
+
+
+class ScrubHiddenTests(NbGraderPreprocessor):
+    """Every output of every cell scrubbed of the notebook's hidden-test text (Secrets, scrub_output()): after autograde's
+    execution, before its grades are saved; and first in generate_feedback, while the test cells still hold their hidden
+    regions. What was removed is counted in resources['hidden_test_text_removed'] and logged."""
+
+    def preprocess(self, nb, resources):
+        secrets = Secrets.of(nb.cells)
+        if not secrets:
+            return nb, resources
+        removed = sum(scrub_output(out, secrets) for cell in nb.cells for out in cell.get('outputs', []))
+        if removed:
+            self.log.warning('removed hidden-test text from %d outputs', removed)
+            resources['hidden_test_text_removed'] = removed
+        return nb, resources
+
+
+class TestMessagesOnly(NbGraderPreprocessor):
+    """In feedback, a failed test cell shows its error's name and message, not a traceback that could quote hidden tests."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if role(cell) == 'test':
+            for out in cell.get('outputs', []):
+                if out.get('output_type') == 'error':
+                    out.traceback = [f'{out.ename}: {out.evalue}']
+        return cell, resources
+
+
+class ClearHiddenTestsOfTestCells(ClearHiddenTests):
+    """nbgrader's ClearHiddenTests on the test cells alone. Any other cell is the student's: nbgrader's would read the
+    marker text in it (`print('### BEGIN HIDDEN TESTS')`) as an unclosed region, raise, and leave the student without a
+    feedback page."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if role(cell) != 'test':
+            return cell, resources
+        return super().preprocess_cell(cell, resources, index)
 
 
 def error_line(cell, max_chars):

@@ -1,9 +1,11 @@
 """The outcome of grading one submission, as data: one JSON file per submission, results/<step>/<student>.json, written
-by course.grader.grading as grading goes (never parsed back out of nbgrader's log text), and its status.
+by course.grader.workers as grading goes (never parsed back out of nbgrader's log text), and its status.
 
 A record holds:
   step, student      the submission
   kernel             'warm', 'cold' or 'unsandboxed'
+  refused            why the gate (course.gate) refused the submission before anything read it ('symbolic link:
+                     notes.txt'), or None
   repairs, attention what course.grader.repair did to the submission, and what it could not decide (lists of sentences)
   unreadable         why the notebook could not be read ('empty file', 'JSONDecodeError'...), or None
   autograde          {'success': bool, 'error': the exception that stopped execution (DeadKernelError...) or None}
@@ -21,6 +23,8 @@ A record holds:
   over_budget        why what the grader reads of the submission was too large to read whole (the notebook file, the
                      probe's record, the outputs: course.cells, course.grader.preprocessors), or None
   memory             {'worker_peak_rss': bytes}: the most the grading worker held while it graded this submission
+  feedback           {'written': whether every feedback page was written, 'error': why not} if feedback was asked for,
+                     else None
   removed            the active content (scripts, event handlers...) course.reports.active_content took out of its outputs and
                      markdown before anything renders them, as the autograded notebooks record it
   status, detail     decided by status() from the rest: see STATUSES
@@ -30,10 +34,14 @@ import json
 from pathlib import Path
 
 from course.cells import grade_id, read, role
-from course.layout import ROOT, notebooks, result_path
+from course.layout import ROOT, autograded_path, notebooks, result_path, results_path
 
 STATUSES = {
+    'refused': 'not read, nor graded: the submission is not only regular files and folders with plain names (detail: '
+               'the first file that is not, e.g. "symbolic link: notes.txt"), or its student id is not a plain name '
+               '(course.gate)',
     'graded': 'autograded (detail: how many repairs were made first; "active content removed": see the repair report)',
+    'graded, no feedback': 'autograded, but its feedback page could not be written (detail: why): not released',
     'blank': 'autograded, and no solution or answer cell was touched',
     'unreadable': 'the notebook file is not a notebook (detail: why)',
     'needs attention': 'a human must decide first, e.g. which of several notebooks to grade (detail: what)',
@@ -52,7 +60,28 @@ def new(step, student, kernel):
     return {'step': step, 'student': student, 'kernel': kernel, 'repairs': [], 'attention': [], 'unreadable': None,
             'autograde': None, 'stopped': None, 'seconds': {}, 'over_budget': None, 'memory': {}, 'graded': False,
             'cells': {}, 'failures': {}, 'blank': False, 'removed': [], 'probe': None, 'timeouts': {},
-            'status': None, 'detail': ''}
+            'refused': None, 'feedback': None, 'status': None, 'detail': ''}
+
+
+REFUSED_IDS = '_refused_ids.json'  # beside the records: no student id starts with '_' (course.gate.STUDENT_ID)
+
+
+def save_refused_ids(step, entries, root=ROOT):
+    """The submissions of a step whose student id the gate refused (course.gate.check_id), [{'student': the name as
+    course.gate.printable() shows it, 'detail': why}]: they have no record of their own (their name is no file name, nor
+    a gradebook entry), but the grade table lists them (course.reports.export.rows())."""
+    path = results_path(step, root) / REFUSED_IDS
+    if entries:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(entries, indent=1) + '\n')
+    else:
+        path.unlink(missing_ok=True)
+
+
+def refused_ids(step, root=ROOT):
+    """What save_refused_ids() saved for step ([] if nothing)."""
+    path = results_path(step, root) / REFUSED_IDS
+    return json.loads(path.read_text()) if path.exists() else []
 
 
 def load(step, student, root=ROOT):
@@ -111,6 +140,17 @@ def busy(record, where):
 
 def status(record):
     """(status, detail) of a record: one of STATUSES and a few words. A pure function of the record."""
+    status, detail = graded_status(record)
+    feedback = record.get('feedback') or {}
+    if status in ('graded', 'blank') and feedback and not feedback.get('written'):
+        return 'graded, no feedback', feedback.get('error') or 'no page was written'
+    return status, detail
+
+
+def graded_status(record):
+    """status() without what became of the feedback page."""
+    if record.get('refused'):
+        return 'refused', record['refused']
     if record['attention']:
         return 'needs attention', record['attention'][0]
     if record['unreadable']:
@@ -155,7 +195,7 @@ def facts(step, student, root=ROOT):
     submission is blank, the message of each failed test cell. Read from the notebooks' outputs and cells, not from any log."""
     graded, cells, failures, blank, removed = True, {}, {}, True, []
     for name in notebooks(step, root):
-        path = Path(root) / 'autograded' / student / step / name
+        path = autograded_path(student, step, root) / name
         if not path.exists():
             graded = False
             continue
@@ -167,7 +207,7 @@ def facts(step, student, root=ROOT):
                     cells.setdefault(grade_id(cell) or cell.get('id'), out['ename'])
                 if out.get('output_type') == 'error' and role(cell) == 'test':
                     failures.setdefault(grade_id(cell), f"{out.get('ename')}: {out.get('evalue')}"[:MESSAGE_CHARS])
-        # The release as grading generated it (course.grader.grading.prepare): release/ itself may be open in an editor.
+        # The release as grading generated it (course.grader.workers.prepare): release/ itself may be open in an editor.
         release = next(p for p in (Path(root) / '.build' / 'release' / step / name, Path(root) / 'release' / step / name)
                        if p.exists())
         released = {grade_id(c): c.source for c in read(release).cells if role(c) in ('solution', 'answer')}

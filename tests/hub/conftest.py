@@ -20,8 +20,9 @@ import shutil
 import subprocess
 import tempfile
 
-import hubkit
 import pytest
+
+from support.hub import hubkit
 
 
 @pytest.fixture(scope='session')

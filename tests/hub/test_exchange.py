@@ -13,11 +13,11 @@ import os
 import re
 
 import pytest
-from classloop import Course, Student, in_parallel, mistake_cells, theirs, work_for
-from hubkit import NO_SANDBOX
 
 from course.isolation import sandbox
 from course.layout import autograded_points, notebooks, steps
+from support.hub.classloop import Course, Student, in_parallel, mistake_cells, theirs, work_for
+from support.hub.hubkit import NO_SANDBOX
 
 # Every step of source/ (CI); HUB_STEPS="step1 step4" runs the loop on those only, for a quicker run by hand.
 STEPS = os.environ.get('HUB_STEPS', '').split() or steps()
@@ -74,7 +74,7 @@ def loop(tmp_path_factory, unix_users, user_python, exchange, postgres):
 
 
 def read_ours(course):
-    from classloop import read_csv
+    from support.hub.classloop import read_csv
 
     return read_csv(course.root / 'grades.csv', ('step', 'student_id'))
 
@@ -108,7 +108,7 @@ def test_grades_late_penalties_and_statuses(loop, step):
         assert (r['status'], float(r['autograded']), float(r['late_submission_penalty'])) == ('graded', full, 0), (role, r)
     r = rows['mistake']
     cells = loop['course'].root / 'grades-cells.csv'
-    from classloop import read_csv
+    from support.hub.classloop import read_csv
 
     scores = {k[2]: float(v['score']) for k, v in read_csv(cells, ('student_id', 'step', 'grade_id')).items()
               if k[:2] == (loop['ids']['mistake'], step)}

@@ -1,66 +1,42 @@
 # ruff: noqa: F811  (the fixtures imported from hubserver are named as the tests' parameters)
-"""The class on JupyterHub, for real (hub/jupyterhub_config.py; tests/hub/hubserver.py sets up the accounts, the exchange
-and the hub). As root.
+"""The class on JupyterHub, set up by following docs/hub.md as written (tests/support/hub/hubserver.py: in a machine with
+systemd, behind nginx's TLS), then a step run through it as people do, in headless Chromium. Screenshots:
+test-artifacts/hub/.
 
-The journey, in headless Chromium: a student logs in with their Unix password (PAM), fetches Step 4 in the Assignments
-tab, types Head's solution (from source/step4's solution cell) into the notebook, validates and submits; the instructor
-logs in, opens the formgrader from the course list (a hub service running in the instructor's course directory, framed
-in its JupyterLab: nbgrader #1870) and collects; grades with the course's own grader (python -m course.grader.grade, as the
-instructor, in the course directory); releases the feedback from the formgrader; the student fetches the feedback and
-reads their score on its page. Each test checks one claim about what was seen. Screenshots: test-artifacts/hub/.
+The instructor types the docs' release commands in a hub terminal; a student logs in with the password the roster
+command gave them, fetches Step 4, types Head's solution, fills in the rest as a student would, validates and submits;
+the instructor collects in the formgrader (framed in the service's JupyterLab) and types the docs' grading commands in
+the terminal; the grader gives the written answers full credit in the formgrader; the instructor generates and releases
+the feedback; the student fetches it, opens it with "view feedback" and reads full marks. Each test checks one claim.
 
 Then what each student's Unix account can and cannot do with the exchange and the instructor's files, as that account.
-Last, the hub stops, and with it every server it started and the proxy.
 """
 
-import os
 import re
-import stat
+import secrets
 
+import nbformat
 import pytest
-from browserpage import (
-    CHROMIUM_ARGS,
-    HEAD,
-    HEAD_TESTS,
-    NAME,
-    NOTEBOOK,
-    SOLUTION,
-    cell,
-    chromium,
-    fill_in,
-    menu,
-    shooter,
-)
-from hubserver import COURSE_ID, STEP, as_user, classroom, hub  # noqa: F401  (fixtures)
-from nbgrader.api import Gradebook
-from playwright.sync_api import sync_playwright
 
+from course.authoring.demo import solved
 from course.layout import ROOT
+from support.browserpage import HEAD, NAME, NOTEBOOK, SOLUTION, cell, fill_in, menu, shooter
+from support.hub.hubserver import (  # noqa: F401  (fixtures)
+    COURSE_ID,
+    GRADER,
+    INSTRUCTOR,
+    STEP,
+    STUDENTS,
+    browser,
+    docs_commands,
+    fetched,
+    hub,
+    log_in,
+    machine,
+)
 
 shoot = shooter(ROOT / 'test-artifacts' / 'hub')
-
-
-@pytest.fixture(scope='module')
-def browser():
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
-
-
-def log_in(browser, hub, user):
-    """A fresh browser context in which user has logged into the hub with their Unix password and their server, spawned
-    by the hub, shows JupyterLab."""
-    context = browser.new_context(viewport={'width': 1280, 'height': 860})
-    context.set_default_timeout(300_000)  # a loaded machine is slow, not wrong: each wait is for an event
-    page = context.new_page()
-    page.goto(f'{hub.url}/hub/login')
-    page.fill('#username_input', user['name'])
-    page.fill('#password_input', user['password'])
-    page.click('#login_submit')
-    page.wait_for_url(f'**/user/{user["name"]}/lab**')
-    page.locator('.jp-DirListing-content').wait_for()  # the file browser of their home
-    return context, page
+STUDENT = STUDENTS[0]
 
 
 def nbgrader_menu(page):
@@ -71,56 +47,45 @@ def nbgrader_menu(page):
     return items
 
 
-def assignment_list(page):
-    menu(page, 'Nbgrader', 'Assignment List')
-    page.locator('#released_assignments_list_loading').wait_for(state='hidden')
+SCREEN = ("() => { const t = [...document.querySelectorAll('.jp-Terminal')].pop();"
+          " const rows = t && t.querySelector('.xterm-accessibility-tree, .xterm-rows');"
+          " return rows ? [...rows.children].map(r => r.textContent).join('\\n') : ''; }")
 
 
-@pytest.fixture(scope='module')
-def student_journey(browser, hub, classroom):
-    """The first student: logs in, fetches, fills in Head, validates, submits. Returns what the pages showed."""
-    student = classroom.students[0]
-    seen = {}
-    context, page = log_in(browser, hub, student)
-    seen['lab_url'] = page.url
-    seen['menu'] = nbgrader_menu(page)
-    response = context.request.get(f'{hub.url}/services/{COURSE_ID}/formgrader/manage_assignments')
-    seen['formgrader'] = (response.status, response.text()[:3000])
-    assignment_list(page)
-    released = page.locator('#released_assignments_list .list_item', has_text=STEP)
-    released.wait_for()
-    seen['released'] = released.text_content()
-    shoot(page, '01-student-assignments')
-    released.get_by_role('button', name='Fetch').click()
-    fetched = page.locator('#fetched_assignments_list .list_item', has_text=STEP).first
-    fetched.wait_for()
-    shoot(page, '02-student-fetched')
-    fetched.locator('.assignment-notebooks-link').click()
-    page.locator('#fetched_assignments_list a', has_text=NOTEBOOK).click()
-    cell(page, 0).locator('h1').wait_for()
-    page.get_by_text('Python 3 (ipykernel) | Idle').wait_for()
-    fill_in(page, HEAD)
-    page.keyboard.press('Escape')
-    page.keyboard.press('Control+s')
-    page.locator('.lm-TabBar-tab.jp-mod-dirty').wait_for(state='detached')
-    shoot(page, '03-student-head-typed')
+def screen_reader(hub, user):
+    """Turn on JupyterLab's Terminal ▸ Screen Reader Mode in user's settings: xterm then keeps the screen's text in
+    the page (it draws on a canvas otherwise), where the test reads it, as a screen reader does."""
+    folder = f'/home/{user}/.jupyter/lab/user-settings/@jupyterlab/terminal-extension'
+    hub.m.run(['sh', '-c', f'mkdir -p {folder} && echo \'{{"screenReaderMode": true}}\' > {folder}/plugin.jupyterlab-settings'],
+              user=user)
 
-    page.get_by_role('button', name='Validate').click()
-    dialog = page.locator('.jp-Dialog', has_text='Validation Results')
-    dialog.wait_for()
-    seen['validate'] = dialog.locator('.jp-Dialog-body').text_content()
-    shoot(page, '04-student-validate')
-    dialog.get_by_role('button', name='Ok').click()
 
-    page.locator('.lm-TabBar-tab', has_text='Assignments').click()
-    fetched = page.locator('#fetched_assignments_list .list_item', has_text=STEP).first
-    fetched.get_by_role('button', name='Submit').click()
-    submitted = page.locator('#submitted_assignments_list .list_item', has_text=STEP)
-    submitted.first.wait_for()
-    seen['submitted'] = submitted.first.text_content()
-    shoot(page, '05-student-submitted')
-    seen['context'], seen['page'] = context, page
-    return seen
+def terminal(page):
+    """A new JupyterLab terminal (File > New > Terminal), its prompt shown."""
+    menu(page, 'File', 'New')
+    page.locator('.lm-Menu-itemLabel', has_text=re.compile('^Terminal$')).last.click()
+    screen = page.locator('.jp-Terminal').last
+    page.wait_for_function(f'() => ({SCREEN})().includes("$")')
+    return screen
+
+
+def type_in(page, screen, lines, done, what):
+    """Type each line as a person does (key by key, then Enter) into screen; wait until everything typed has run; the
+    screen's text from the first typed line on, which must show done (a regular expression)."""
+    page.locator('.lm-TabBar-tab:has([data-icon="ui-components:terminal"])').last.click()  # its tab, to the front
+    screen.click()
+    for line in lines:
+        page.keyboard.type(line)
+        page.keyboard.press('Enter')
+    token = secrets.randbelow(10**9)
+    page.keyboard.type(f'echo "=={token}-$((6*7))=="')  # prints =={token}-42== once everything typed before it has run
+    page.keyboard.press('Enter')
+    page.wait_for_function(f'() => ({SCREEN})().includes("=={token}-42==")', timeout=900_000)
+    text = page.evaluate(SCREEN)
+    start = text.rfind(lines[0]) if lines else -1
+    shown = text[max(start, 0):]
+    assert re.search(done, shown), f'{what}: the terminal does not show {done!r}:\n{shown[-3000:]}'
+    return shown
 
 
 def formgrader_frame(page):
@@ -130,49 +95,156 @@ def formgrader_frame(page):
     return frame
 
 
+def assignment_list(page):
+    menu(page, 'Nbgrader', 'Assignment List')
+    page.locator('#released_assignments_list_loading').wait_for(state='hidden')
+
+
 @pytest.fixture(scope='module')
-def instructor_journey(browser, student_journey, hub, classroom):
-    """The instructor: logs in, opens the formgrader from the course list, collects; grades with python -m course.grader.grade
-    in the course directory, as the instructor; releases the feedback from the formgrader."""
+def instructor(browser, hub):
+    """The instructor: logs in, opens a terminal and types the docs' release block (Step 1 of "A class")."""
     seen = {}
-    context, page = log_in(browser, hub, classroom.instructor)
+    screen_reader(hub, INSTRUCTOR)
+    context, page = log_in(browser, hub, INSTRUCTOR)
     seen['menu'] = nbgrader_menu(page)
+    screen = terminal(page)
+    seen['release'] = type_in(page, screen, docs_commands('release'), r'Released as: ' + COURSE_ID, 'nbgrader release')
+    shoot(page, '01-instructor-releases-in-a-terminal')
+    seen['context'], seen['page'], seen['screen'] = context, page, screen
+    return seen
+
+
+@pytest.fixture(scope='module')
+def student_journey(browser, hub, instructor):
+    """The first student: logs in, fetches, types Head, fills in the rest, validates, submits."""
+    seen = {}
+    context, page = log_in(browser, hub, STUDENT)
+    seen['lab_url'] = page.url
+    seen['menu'] = nbgrader_menu(page)
+    seen['formgrader'] = fetched(page, f'{hub.url}/services/{COURSE_ID}/formgrader/manage_assignments')
+    assignment_list(page)
+    released = page.locator('#released_assignments_list .list_item', has_text=STEP)
+    released.wait_for()
+    shoot(page, '02-student-assignments')
+    released.get_by_role('button', name='Fetch').click()
+    mine = page.locator('#fetched_assignments_list .list_item', has_text=STEP).first
+    mine.wait_for()
+    mine.locator('.assignment-notebooks-link').click()
+    page.locator('#fetched_assignments_list a', has_text=NOTEBOOK).click()
+    cell(page, 0).locator('h1').wait_for()
+    page.get_by_text('Python 3 (ipykernel) | Idle').wait_for()
+    fill_in(page, HEAD)
+    page.keyboard.press('Escape')
+    page.keyboard.press('Control+s')
+    page.locator('.lm-TabBar-tab.jp-mod-dirty').wait_for(state='detached')
+    shoot(page, '03-student-head-typed')
+    path = hub.home(STUDENT) / STEP / NAME
+    seen['typed_head'] = nbformat.read(path, as_version=4).cells[HEAD].source
+    # the rest of the step, as the student would fill it in (every exercise and written answer), saved by them
+    hub.m.run(['sh', '-c', 'cat > "$0"', f'/home/{STUDENT}/{STEP}/{NAME}'], user=STUDENT,
+              input=nbformat.writes(solved(STEP, NAME)))
+    menu(page, 'File', 'Reload Notebook from Disk')
+    page.get_by_role('button', name='Validate').click()
+    dialog = page.locator('.jp-Dialog', has_text='Validation Results')
+    dialog.wait_for()
+    seen['validate'] = dialog.locator('.jp-Dialog-body').text_content()
+    shoot(page, '04-student-validate')
+    dialog.get_by_role('button', name='Ok').click()
+    page.locator('.lm-TabBar-tab', has_text='Assignments').click()
+    mine = page.locator('#fetched_assignments_list .list_item', has_text=STEP).first
+    mine.get_by_role('button', name='Submit').click()
+    submitted = page.locator('#submitted_assignments_list .list_item', has_text=STEP)
+    submitted.first.wait_for()
+    shoot(page, '05-student-submitted')
+    seen['context'], seen['page'] = context, page
+    return seen
+
+
+@pytest.fixture(scope='module')
+def graded(browser, hub, instructor, student_journey):
+    """The instructor collects in the formgrader and types the docs' grading block in the terminal."""
+    seen = {}
+    page = instructor['page']
     menu(page, 'Nbgrader', 'Course List')
-    link = page.locator('#formgrader_list a', has_text=COURSE_ID).or_(page.get_by_role('link', name=COURSE_ID)).first
+    link = page.get_by_role('link', name=COURSE_ID).first
     link.wait_for()
     seen['course_link'] = link.get_attribute('href')
-    shoot(page, '06-instructor-course-list')
-    page.goto(seen['course_link'])
-    frame = formgrader_frame(page)
-    seen['service_url'], seen['frame_url'] = page.url, frame.url
+    lab = instructor['context'].new_page()
+    lab.goto(seen['course_link'])
+    frame = formgrader_frame(lab)
+    seen['frame_url'] = frame.url
     row = frame.locator('#main-table tr', has_text=STEP)
-    shoot(page, '07-formgrader-in-service-lab')
+    seen['duedate'] = row.locator('td').nth(1).inner_text()
+    shoot(lab, '06-formgrader-in-service-lab')
     row.locator('td.collect a').click()
     frame.locator('#success-modal').wait_for()
     seen['collect'] = frame.locator('#success-modal').text_content()
-    shoot(page, '08-formgrader-collected')
     frame.locator('#success-modal button', has_text='OK').or_(frame.locator('#success-modal .close')).first.click()
+    seen['grade'] = type_in(page, instructor['screen'], docs_commands('grade'), rf'{STUDENT}\s', 'course grader')
+    shoot(page, '07-instructor-grades-in-a-terminal')
+    log = hub.course / '.build' / 'logs' / STEP / f'{STUDENT}.log'  # what the grader says of the submission
+    text = log.read_text(errors='replace') if log.is_file() else f'(no {log.name})'
+    seen['log'] = text[:6000] + ('\n...\n' + text[-2000:] if len(text) > 8000 else text[6000:])
+    seen['lab'], seen['frame'] = lab, frame
+    return seen
 
-    done = classroom.instructor_run(['python', '-m', 'course.grader.grade', '--step', STEP], 'python -m course.grader.grade')
-    seen['grade_output'] = done.stdout + done.stderr
 
-    frame.goto(frame.url)
-    frame.wait_for_function('() => window.models && models.loaded')
-    row = frame.locator('#main-table tr', has_text=STEP)
-    seen['num_submissions'] = row.locator('td.num-submissions').text_content().strip()
-    row.locator('td.release-feedback a').click()
-    frame.locator('#success-modal').wait_for()
-    seen['release_feedback'] = frame.locator('#success-modal').text_content()
-    shoot(page, '09-formgrader-feedback-released')
+@pytest.fixture(scope='module')
+def written_answers(browser, hub, graded):
+    """The grader: logs in, opens the formgrader from their course list, gives each written answer full credit."""
+    seen = {}
+    context, page = log_in(browser, hub, GRADER)
+    menu(page, 'Nbgrader', 'Course List')
+    link = page.get_by_role('link', name=COURSE_ID).first
+    link.wait_for()
+    seen['course_link'] = link.get_attribute('href')
+    seen['formgrader'] = fetched(page, f'{hub.url}/services/{COURSE_ID}/formgrader/manage_assignments')
+    sheet = context.new_page()
+    sheet.goto(f'{hub.url}/services/{COURSE_ID}/formgrader/gradebook/{STEP}/{NOTEBOOK}')
+    sheet.locator('a[href*="/formgrader/submissions/"]').first.click()
+    sheet.wait_for_url('**/formgrader/submissions/**')
+    # its buttons act only once the page's grades and comments are loaded (as tests/test_browser.py waits)
+    sheet.wait_for_function('() => window.formgrader && formgrader.grades.loaded && formgrader.comments.loaded')
+    buttons = sheet.locator('button.full-credit')
+    buttons.first.wait_for()
+    seen['answers'] = buttons.count()
+    for i in range(seen['answers']):
+        with sheet.expect_response(lambda r: '/formgrader/api/grade/' in r.url and r.request.method == 'PUT'):
+            buttons.nth(i).click()
+    shoot(sheet, '08-grader-full-credit')
     context.close()
     return seen
 
 
 @pytest.fixture(scope='module')
-def feedback_journey(instructor_journey, student_journey, hub, classroom):
-    """The student, back in the Assignments tab: fetches the feedback and opens its page."""
+def released(hub, graded, written_answers):
+    """The instructor, in the formgrader: Generate feedback, then Release feedback (a feedback folder with no
+    timestamp.txt put beside the class's first: what a submission that never came through the exchange leaves)."""
     seen = {}
-    page = student_journey['page']
+    stray = f'/home/{INSTRUCTOR}/{COURSE_ID}/feedback/stray/{STEP}'
+    hub.m.run(['sh', '-c', f'mkdir -p {stray} && echo "<p>stray</p>" > {stray}/{NOTEBOOK}.html'], user=INSTRUCTOR)
+    frame, lab = graded['frame'], graded['lab']
+    frame.goto(frame.url)
+    frame.wait_for_function('() => window.models && models.loaded')
+    row = frame.locator('#main-table tr', has_text=STEP)
+    row.locator('td.generate-feedback a').click()
+    frame.locator('#success-modal').wait_for()
+    frame.locator('#success-modal button', has_text='OK').or_(frame.locator('#success-modal .close')).first.click()
+    frame.locator('#success-modal').wait_for(state='hidden')
+    row.locator('td.release-feedback a').click()
+    modal = frame.locator('#success-modal, #error-modal').first
+    modal.wait_for()
+    seen['modal'] = modal.get_attribute('id')
+    seen['release_feedback'] = modal.text_content()
+    shoot(lab, '09-formgrader-feedback-released')
+    return seen
+
+
+@pytest.fixture(scope='module')
+def feedback_journey(hub, student_journey, released):
+    """The student, back in the Assignments tab: fetches the feedback and clicks "view feedback"."""
+    seen = {}
+    context, page = student_journey['context'], student_journey['page']
     page.locator('.lm-TabBar-tab', has_text='Assignments').click()
     page.locator('#refresh_assignments_list').click()
     submitted = page.locator('#submitted_assignments_list .list_item', has_text=STEP).first
@@ -180,116 +252,54 @@ def feedback_journey(instructor_journey, student_journey, hub, classroom):
     view = page.locator('#submitted_assignments_list a', has_text='view feedback').first
     view.wait_for()
     shoot(page, '10-student-feedback-fetched')
-    view.click()
-    home = classroom.students[0]['home']
-    pages = sorted(home.glob(f'{STEP}/feedback/*/{NOTEBOOK}.html'))
-    seen['feedback_files'] = pages
-    if pages:
-        tab = student_journey['context'].new_page()
-        user = classroom.students[0]['name']
-        tab.goto(f'{hub.url}/user/{user}/files/{pages[-1].relative_to(home)}')
-        tab.locator('body').wait_for()
-        seen['text'] = tab.locator('body').inner_text()
-        shoot(tab, '11-student-reads-feedback')
-    student_journey['context'].close()
+    with context.expect_page() as opened:
+        view.click()
+    tab = opened.value
+    tab.wait_for_load_state()
+    tab.get_by_text('Score').first.wait_for()
+    seen['url'], seen['text'] = tab.url, tab.locator('body').inner_text()
+    shoot(tab, '11-student-reads-feedback')
+    seen['files'] = sorted(hub.home(STUDENT).glob(f'{STEP}/feedback/*/{NOTEBOOK}.html'))
     return seen
 
 
-def test_student_logs_in_with_their_unix_password_and_gets_their_own_server(student_journey, classroom):
-    assert f'/user/{classroom.students[0]["name"]}/lab' in student_journey['lab_url'], student_journey['lab_url']
+def test_the_instructors_hub_terminal_finds_the_courses_nbgrader(instructor):
+    """JupyterLab's terminal is a login shell whose /etc/profile resets PATH: the docs' commands still run."""
+    assert 'command not found' not in instructor['release'], instructor['release'][-2000:]
 
 
-def test_students_server_runs_as_their_own_unix_account(student_journey, classroom):
-    import psutil
+def test_release_sets_the_due_date_of_course_toml(instructor, graded, hub):
+    from course.classroom.lms import scheduled_due
 
-    student = classroom.students[0]
-    servers = [p for p in psutil.process_iter(['uids', 'cmdline'])
-               if 'jupyterhub-singleuser' in ' '.join(p.info['cmdline'] or []) and p.info['uids'].real == student['uid']]
-    assert servers, f'no jupyterhub-singleuser process of uid {student["uid"]} ({student["name"]})'
-
-
-def test_submitted_notebook_in_the_exchange_holds_the_typed_head(student_journey, classroom):
-    from course.cells import read
-
-    inbound = classroom.exchange / COURSE_ID / 'inbound'
-    found = sorted(inbound.glob(f'{classroom.students[0]["name"]}+{STEP}+*/{NAME}'))
-    assert found, f'no submission of {classroom.students[0]["name"]} in {inbound}: {os.listdir(inbound)}'
-    assert read(found[-1]).cells[HEAD].source == SOLUTION, read(found[-1]).cells[HEAD].source
+    due = scheduled_due(STEP)
+    with hub.gradebook() as gb:
+        held = gb.find_assignment(STEP).duedate
+    assert held == due, f'the gradebook says {STEP} is due {held}, course.toml {due}'
+    assert f'{due:%Y-%m-%d %H:%M}' in instructor['release'] and str(due.year) in graded['duedate'], graded['duedate']
 
 
-def test_validate_passes_heads_tests(student_journey):
-    from browserpage import RELEASE, STUB
-
-    assert STUB in student_journey['validate'], (
-        f"Validate should list the later exercises, left as stubs, as failing: {student_journey['validate'][:2000]}")
-    failed = [RELEASE[i].source.splitlines()[0] for i in HEAD_TESTS if RELEASE[i].source.splitlines()[0] in
-              student_journey['validate']]
-    assert not failed, f"Validate lists Head's own tests as failed: {failed}\n{student_journey['validate'][:2000]}"
+def test_student_logs_in_with_the_rosters_password_and_gets_their_own_server(student_journey, hub):
+    assert f'/user/{STUDENT}/lab' in student_journey['lab_url'], student_journey['lab_url']
+    assert hub.unit_active(hub.server_unit(STUDENT)), f'no systemd unit {hub.server_unit(STUDENT)} for the server'
 
 
-def test_course_list_links_to_the_formgrader_service(instructor_journey, hub):
-    assert instructor_journey['course_link'] == f'{hub.url}/services/{COURSE_ID}/lab?formgrader=true', \
-        instructor_journey['course_link']
+def test_students_server_runs_as_their_account_within_its_limits(student_journey, hub):
+    unit = hub.server_unit(STUDENT)
+    shown = hub.sh(f'systemctl show -p User -p MemoryMax -p CPUQuotaPerSecUSec {unit}').stdout
+    uid = hub.sh(f'id -u {STUDENT}').stdout.strip()
+    assert f'User={uid}' in shown and 'MemoryMax=2147483648' in shown and 'CPUQuotaPerSecUSec=1s' in shown, shown
 
 
-def test_formgrader_opens_framed_in_the_service_lab(instructor_journey):
-    """nbgrader #1870: under JupyterHub >= 4.1 the formgrader's frame stayed blank (frame-ancestors 'none')."""
-    assert f'/services/{COURSE_ID}/formgrader/manage_assignments' in instructor_journey['frame_url'], instructor_journey
+def test_the_typed_head_is_saved_in_the_students_notebook(student_journey):
+    assert student_journey['typed_head'] == SOLUTION, student_journey['typed_head']
 
 
-def test_formgrader_collects_the_submission(instructor_journey, classroom):
-    student = classroom.students[0]['name']
-    assert (classroom.course / 'submitted' / student / STEP / NAME).exists(), instructor_journey['collect']
-
-
-def test_course_grader_grades_the_collected_submission(instructor_journey, classroom):
-    student = classroom.students[0]['name']
-    with Gradebook(f'sqlite:///{classroom.course / "gradebook.db"}') as gb:
-        submission = gb.find_submission(STEP, student)
-        score, max_score = submission.score, submission.max_score
-    assert max_score > 0 and score > 0, f'{student} scored {score}/{max_score}:\n{instructor_journey["grade_output"][-3000:]}'
-
-
-def test_released_feedback_reaches_the_exchange(instructor_journey, classroom):
-    feedback = list((classroom.exchange / COURSE_ID / 'feedback').glob('*.html'))
-    assert len(feedback) == 1, f'{feedback}; the formgrader said: {instructor_journey["release_feedback"]}'
-
-
-def gradebook_score(classroom):
-    with Gradebook(f'sqlite:///{classroom.course / "gradebook.db"}') as gb:
-        s = gb.find_submission(STEP, classroom.students[0]['name'])
-        return s.score, s.max_score
-
-
-def test_student_reads_their_score_on_the_feedback_page(feedback_journey, classroom):
-    score, max_score = gradebook_score(classroom)
-    text = feedback_journey.get('text', '')
-    assert feedback_journey['feedback_files'], 'no feedback page in the student\'s step4/feedback/ after Fetch Feedback'
-    want = re.compile(rf'Score:\s*{score:g}(\.0+)?\s*/\s*{max_score:g}(\.0+)?')
-    assert want.search(text), f'the page does not say Score: {score:g} / {max_score:g}:\n{text[:1500]}'
-
-
-@pytest.fixture(scope='module')
-def grader_journey(browser, student_journey, hub, classroom):
-    """A grader (not the instructor): logs in; the course list links to the formgrader, which serves them."""
-    context, page = log_in(browser, hub, classroom.graders[0])
-    menu(page, 'Nbgrader', 'Course List')
-    link = page.get_by_role('link', name=COURSE_ID).first
-    link.wait_for()
-    seen = {'course_link': link.get_attribute('href')}
-    response = context.request.get(f'{hub.url}/services/{COURSE_ID}/formgrader/manage_assignments')
-    seen['formgrader'] = (response.status, response.text()[:3000])
-    shoot(page, '12-grader-course-list')
-    context.close()
-    return seen
+def test_validate_passes_every_test_of_the_filled_in_step(student_journey):
+    assert 'Success! Your notebook passes all the tests.' in student_journey['validate'], student_journey['validate'][:2000]
 
 
 def test_student_sees_only_the_assignment_list(student_journey):
     assert student_journey['menu'] == ['Assignment List'], student_journey['menu']
-
-
-def test_instructor_sees_the_course_list_and_no_local_formgrader(instructor_journey):
-    assert instructor_journey['menu'] == ['Assignment List', 'Course List'], instructor_journey['menu']
 
 
 def test_student_cannot_open_the_formgrader(student_journey):
@@ -297,80 +307,146 @@ def test_student_cannot_open_the_formgrader(student_journey):
     assert status == 403 and 'Manage Assignments' not in body, (status, body[:500])
 
 
-def test_grader_reaches_the_formgrader_through_the_course_list(grader_journey, hub):
-    status, body = grader_journey['formgrader']
-    assert grader_journey['course_link'] == f'{hub.url}/services/{COURSE_ID}/lab?formgrader=true', grader_journey
+def test_instructor_sees_the_course_list_and_no_local_formgrader(instructor):
+    assert instructor['menu'] == ['Assignment List', 'Course List'], instructor['menu']
+
+
+def test_course_list_opens_the_formgrader_framed_in_the_service_lab(graded, hub):
+    """nbgrader #1870: under JupyterHub >= 4.1 the formgrader's frame stayed blank (frame-ancestors 'none')."""
+    assert graded['course_link'] == f'{hub.url}/services/{COURSE_ID}/lab?formgrader=true', graded['course_link']
+    assert f'/services/{COURSE_ID}/formgrader/manage_assignments' in graded['frame_url'], graded['frame_url']
+
+
+def test_formgrader_collects_the_submission(graded, hub):
+    assert (hub.course / 'submitted' / STUDENT / STEP / NAME).exists(), graded['collect']
+
+
+def test_the_course_grader_graded_the_submission_in_the_hub_terminal(graded):
+    assert re.search(rf'{STUDENT}\s+graded', graded['grade']) and 'not graded' not in graded['grade'], (
+        graded['grade'][-1500:] + '\n' + graded['log'])
+
+
+def test_grader_reaches_the_formgrader_through_the_course_list(written_answers, hub):
+    status, body = written_answers['formgrader']
+    assert written_answers['course_link'] == f'{hub.url}/services/{COURSE_ID}/lab?formgrader=true', written_answers
     assert status == 200 and 'Manage Assignments' in body, (status, body[:500])
+
+
+def test_release_feedback_releases_the_class_and_names_what_it_skipped(released, hub):
+    text = released['release_feedback']
+    assert released['modal'] == 'success-modal' and 'Traceback' not in text, text[:3000]
+    assert 'Not released: stray' in text and 'feedback released to 1 student' in text, text[:3000]
+    assert len(list((hub.exchange / COURSE_ID / 'feedback').glob('*.html'))) == 1, text[:3000]
+
+
+def test_the_on_time_correct_submission_reads_full_marks_on_its_feedback_page(feedback_journey, hub):
+    with hub.gradebook() as gb:
+        s = gb.find_submission(STEP, STUDENT)
+        score, max_score, penalty = s.score, s.max_score, s.late_submission_penalty
+    text = feedback_journey['text']
+    assert max_score > 0 and score == max_score and not penalty, f'{STUDENT}: {score}/{max_score}, late {penalty}'
+    assert re.search(rf'Score:\s*{max_score:g}(\.0+)?\s*/\s*{max_score:g}(\.0+)?', text), text[:1500]
+
+
+def test_view_feedback_opens_the_feedback_page(feedback_journey):
+    assert feedback_journey['files'], f"no feedback page in the student's {STEP}/feedback/ after Fetch Feedback"
+    assert feedback_journey['url'].endswith(f'{NOTEBOOK}.html'), feedback_journey['url']
 
 
 # Security, as each student's own Unix account (their submissions are in the exchange once the journey has run).
 
-def other_submission(classroom):
-    inbound = classroom.exchange / COURSE_ID / 'inbound'
-    return sorted(inbound.glob(f'{classroom.students[0]["name"]}+{STEP}+*'))[-1]
+def as_student(hub, student, command):
+    return hub.m.run(['sh', '-c', command], user=student, check=False)
 
 
-def test_student_cannot_list_the_exchanges_inbound_or_feedback(feedback_journey, classroom):
-    for student in classroom.students[1:]:
+def test_student_cannot_list_the_exchanges_inbound_or_feedback(feedback_journey, hub):
+    for student in STUDENTS[1:]:
         for folder in ('inbound', 'feedback'):
-            done = as_user(student, classroom.exchange, ['ls', str(classroom.exchange / COURSE_ID / folder)])
-            assert done.returncode != 0 and 'Permission denied' in done.stderr, (student['name'], folder, done.stdout)
+            done = as_student(hub, student, f'ls /srv/nbgrader/exchange/{COURSE_ID}/{folder}')
+            assert done.returncode != 0 and 'Permission denied' in done.stderr, (student, folder, done.stdout)
 
 
-def test_student_cannot_read_another_students_work_or_feedback_in_their_home(feedback_journey, classroom):
-    owner = classroom.students[0]
-    targets = [owner['home'] / STEP / NAME, *feedback_journey['feedback_files']]
-    assert all(p.exists() for p in targets) and len(targets) > 1, targets
-    for student in classroom.students[1:]:
+def test_student_cannot_read_another_students_work_or_feedback(feedback_journey, hub):
+    targets = [f'/home/{STUDENT}/{STEP}/{NAME}',
+               *(f'/home/{STUDENT}/{p.relative_to(hub.home(STUDENT))}' for p in feedback_journey['files'])]
+    assert len(targets) > 1, targets
+    for student in STUDENTS[1:]:
         for path in targets:
-            done = as_user(student, classroom.exchange, ['cat', str(path)])
-            assert done.returncode != 0 and 'Permission denied' in done.stderr, (student['name'], str(path))
+            done = as_student(hub, student, f'cat "{path}"')
+            assert done.returncode != 0 and 'Permission denied' in done.stderr, (student, path)
 
 
-def test_student_cannot_read_the_instructors_source_instructor_files_or_gradebook(instructor_journey, classroom):
-    course = classroom.course
-    targets = [course / 'source' / STEP / NAME, course / 'source' / STEP / 'instructor' / 'checks.py',
-               course / 'gradebook.db', course / 'submitted' / classroom.students[0]['name'] / STEP / NAME]
+def test_student_cannot_read_the_instructors_source_instructor_files_or_gradebook(graded, hub):
+    course = f'/home/{INSTRUCTOR}/{COURSE_ID}'
+    targets = [f'{course}/source/{STEP}/{NAME}', f'{course}/source/{STEP}/instructor/checks.py', f'{course}/gradebook.db',
+               f'{course}/submitted/{STUDENT}/{STEP}/{NAME}']
     for path in targets:
-        assert path.exists(), f'{path} should exist for this test to mean anything'
-    for student in classroom.students:
+        assert hub.m.path(path).exists(), f'{path} should exist for this test to mean anything'
+    for student in STUDENTS:
         for path in targets:
-            done = as_user(student, classroom.exchange, ['cat', str(path)])
-            assert done.returncode != 0 and 'Permission denied' in done.stderr, (student['name'], str(path), done.stdout[:200])
+            done = as_student(hub, student, f'cat "{path}"')
+            assert done.returncode != 0 and 'Permission denied' in done.stderr, (student, path, done.stdout[:200])
 
 
-def test_student_cannot_submit_as_someone_else(instructor_journey, classroom):
-    """The exchange's inbound is writable by all, and `nbgrader submit --student <name>` writes under any name: a
-    student can put a submission in as another. Collect must not take it as that student's (nbgrader's own collect only
-    logs a warning; the course's skips it). The forger's own submission, beside it, is collected (the control)."""
-    forger, victim = classroom.students[1], classroom.students[2]
-    inbound = classroom.exchange / COURSE_ID / 'inbound'
-    forged = inbound / f'{victim["name"]}+{STEP}+2099-01-01 00:00:00.000000 UTC+forged'
-    by_hand = as_user(forger, classroom.exchange, ['sh', '-c', f'mkdir "{forged}" && echo "2099-01-01 00:00:00.000000 UTC" '
-                                                               f'> "{forged}/timestamp.txt" && echo "{{}}" > "{forged}/{NAME}"'])
-    fetched = as_user(forger, classroom.exchange, ['nbgrader', 'fetch_assignment', STEP])
-    as_victim = as_user(forger, classroom.exchange, ['nbgrader', 'submit', STEP, '--student', victim['name']])
-    own = as_user(forger, classroom.exchange, ['nbgrader', 'submit', STEP])
-    for done in (by_hand, fetched, as_victim, own):
-        assert done.returncode == 0, f'{done.args[-4:]} failed: {done.stderr[-2000:]}'
-    claimed = [p.name for p in inbound.iterdir() if p.name.startswith(f'{victim["name"]}+')]
-    assert len(claimed) == 2, f'the two forgeries should be in the exchange under {victim["name"]}: {claimed}'
-    collected = classroom.instructor_run(['nbgrader', 'collect', STEP], 'nbgrader collect')
+def test_student_cannot_submit_as_someone_else(feedback_journey, hub):
+    """The exchange's inbound is writable by all, and `nbgrader submit --student <name>` writes under any name: collect
+    must not take it as that student's (the course's collect skips it). The forger's own submission is collected."""
+    forger, victim = STUDENTS[1], STUDENTS[2]
+    inbound = f'/srv/nbgrader/exchange/{COURSE_ID}/inbound'
+    forged = f'{inbound}/{victim}+{STEP}+2099-01-01 00:00:00.000000 UTC+forged'
+    for command in (f'mkdir "{forged}" && echo "2099-01-01 00:00:00.000000 UTC" > "{forged}/timestamp.txt" && '
+                    f'echo "{{}}" > "{forged}/{NAME}"',
+                    f'nbgrader fetch_assignment {STEP}', f'nbgrader submit {STEP} --student {victim}',
+                    f'nbgrader submit {STEP}'):
+        done = hub.m.run(['bash', '-lc', f'cd ~ && {command}'], user=forger, check=False,  # in their home, as a terminal is
+                         env={'COURSE_HUB_ENV': '/opt/transformer-hub', 'HOME': f'/home/{forger}',
+                              'JUPYTER_CONFIG_PATH': '/opt/transformer-hub/share/course-hub/roles/student:'
+                                                     '/opt/transformer-hub/share/course-hub/roles/common'})
+        assert done.returncode == 0, f'{command} failed: {done.stderr[-2000:]}'
+    claimed = [p.name for p in hub.m.path(inbound).iterdir() if p.name.startswith(f'{victim}+')]
+    assert len(claimed) == 2, f'the two forgeries should be in the exchange under {victim}: {claimed}'
+    collected = hub.m.run(['bash', '-lc', f'cd ~/{COURSE_ID} && nbgrader collect {STEP}'], user=INSTRUCTOR, check=False,
+                          env={'COURSE_HUB_ENV': '/opt/transformer-hub', 'HOME': f'/home/{INSTRUCTOR}',
+                               'JUPYTER_CONFIG_PATH': '/opt/transformer-hub/share/course-hub/roles/staff:'
+                                                      '/opt/transformer-hub/share/course-hub/roles/common'})
     log = collected.stdout + collected.stderr
-    assert (classroom.course / 'submitted' / forger['name'] / STEP / NAME).exists(), f'the control was not collected:\n{log}'
-    assert not (classroom.course / 'submitted' / victim['name'] / STEP).exists(), (
-        f'{forger["name"]} submitted as {victim["name"]}:\n{log}')
+    assert (hub.course / 'submitted' / forger / STEP / NAME).exists(), f'the control was not collected:\n{log}'
+    assert not (hub.course / 'submitted' / victim / STEP).exists(), f'{forger} submitted as {victim}:\n{log}'
 
 
-def test_students_cannot_rename_or_remove_the_courses_exchange_folder(student_journey, classroom):
-    folder = classroom.exchange / COURSE_ID
-    assert os.stat(classroom.exchange).st_mode & stat.S_ISVTX, 'the exchange root should be sticky (1777)'
-    done = as_user(classroom.students[1], classroom.exchange, ['mv', str(folder), str(folder) + '-gone'])
-    assert done.returncode != 0 and folder.is_dir(), done.stderr
+def test_students_cannot_rename_the_courses_exchange_folder(student_journey, hub):
+    folder = f'/srv/nbgrader/exchange/{COURSE_ID}'
+    done = as_student(hub, STUDENTS[1], f'mv {folder} {folder}-gone')
+    assert done.returncode != 0 and hub.m.path(folder).is_dir(), done.stderr
 
 
-def test_hub_stops_every_server_and_the_proxy(feedback_journey, grader_journey, hub):
-    """Last: the hub, told to stop, stops the servers it spawned, its formgrader service and the proxy."""
-    left = hub.stop()
-    assert hub.process.returncode is not None and not left, f'still running after the hub stopped: {left}'
+def test_every_server_sees_one_read_only_tiny_shakespeare(student_journey, hub):
+    """The hub links ~/input.txt to the shared copy (where the notebooks look: Validate ran the data cell with it), and
+    sets TINY_SHAKESPEARE_URL to it for notebooks elsewhere; no student can change it."""
+    shared = '/opt/transformer-hub/share/course-hub/input.txt'
+    link = hub.sh(f'readlink /home/{STUDENT}/input.txt').stdout.strip()
+    mode = hub.sh(f'stat -c %U:%a {shared}').stdout.strip()
+    writable = hub.sh(f'[ -w {shared} ] && echo writable', user=STUDENT, check=False).stdout
+    env = hub.sh(f'tr "\\0" "\\n" < /proc/{hub.main_pid(hub.server_unit(STUDENT))}/environ').stdout
+    assert link == shared and mode == 'root:444' and not writable, (link, mode, writable)
+    assert f'TINY_SHAKESPEARE_URL=file://{shared}' in env, env
 
+
+def class_state(hub):
+    """What the class's course directory holds of the class: the gradebook's students and due dates, submitted/."""
+    with hub.gradebook() as gb:
+        students = sorted(s.id for s in gb.students)
+        dues = {a.name: a.duedate for a in gb.assignments}
+    return students, dues, sorted(p.name for p in (hub.course / 'submitted').iterdir())
+
+
+def test_the_demo_leaves_the_class_gradebook_untouched(feedback_journey, hub):
+    """The docs' demo block, run by the instructor in the class's course directory (a login shell, as a hub terminal
+    is, in the hub's environment), leaves the class's students, due dates and submissions as they were."""
+    before = class_state(hub)
+    script = ' && '.join(docs_commands('demo'))
+    done = hub.m.run(['bash', '-lc', script], user=INSTRUCTOR, check=False, timeout=1800,
+                     env={'COURSE_HUB_ENV': '/opt/transformer-hub', 'HOME': f'/home/{INSTRUCTOR}'})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert re.search(r'perfect\s+graded', done.stdout), f'the demo graded nothing:\n{done.stdout[-2000:]}{done.stderr[-2000:]}'
+    assert class_state(hub) == before

@@ -8,12 +8,12 @@ count and per-command timeouts bound the test."""
 import time
 
 import pytest
-from classloop import Course, Student, in_parallel, read_csv, work_for
-from hubkit import NO_SANDBOX
 
 from course.cells import role
 from course.isolation import sandbox
 from course.layout import autograded_points, steps
+from support.hub.classloop import Course, Student, in_parallel, read_csv, work_for
+from support.hub.hubkit import NO_SANDBOX
 
 STEP = steps()[0]
 CLASS = 30

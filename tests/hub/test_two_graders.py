@@ -17,12 +17,12 @@ import urllib.error
 import urllib.request
 
 import pytest
-from classloop import Course, read_csv
-from hubkit import NO_SANDBOX
 
 from course.authoring.demo import demo_class, sampled, write_class
 from course.isolation import sandbox
 from course.layout import autograded_points, steps
+from support.hub.classloop import Course, read_csv
+from support.hub.hubkit import NO_SANDBOX
 
 GRADED, MANUAL = steps()[0], steps()[1]  # the step the course's grader grades; the step the assistant grades by hand
 

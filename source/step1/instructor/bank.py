@@ -218,3 +218,9 @@ ALTERNATIVES = [
     Variant('alt_entropy_float_of_tensor', freq((ENTROPY, 'return float(-(p * torch.log2(p)).sum())'))),
     Variant('alt_entropy_clamped_log', freq((DROP_ZEROS, ''), (ENTROPY, 'return -(p * torch.log2(p.clamp_min(1e-30))).sum().item()'))),
 ]
+
+# issue 52, a sampler's law: right over the whole batch, wrong at each of its positions
+MUTANTS += [
+    Variant('starts_sorted_for_locality', batch((STARTS, 'ix = torch.randint(len(d) - T, (B,)).sort().values  # read the data in order')),
+            UNIFORM),
+]

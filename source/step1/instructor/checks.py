@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from course.grader.claims import claim
+from course.grader.claims import claim, records
 
 VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # sorted(set(text)) of the sha256-fixed data
 H_TEXT = 4.779353271961856  # the unigram entropy of the whole text, in bits
@@ -16,6 +16,7 @@ OOV = ['Café', '1599', 'a\tb', 'naïve [sic]', '50%']  # strings holding charac
 SPLIT_CASES = [(1237, 0.9), (41, 0.9), (200, 0.75)]  # (length, frac)
 BATCH_B, BATCH_T, BATCH_DRAWS, BATCH_SEED = 16, 7, 200, 2027
 ALPHA = 1e-3  # the uniformity verdict's false-alarm rate, shared by its two chi-square tests (Bonferroni: ALPHA/2 each)
+POSITION_ALPHA = 1e-6  # the false-failure rate of the per-position check, shared by its 2 * BATCH_B Hoeffding bounds
 COUNT_CASES = [(65, 58, 700), (70, 70, 300), (4, 1, 9)]  # (V, ids drawn below this, how many)
 N_PAIRS, N_MERGE, N_BPE = 12, 12, 16  # id lists for get_pair_counts, for merge, strings for bpe_encode
 TOY_MERGES = 12  # merges the grader learns on its own text, for bpe_encode
@@ -24,11 +25,17 @@ ROOT = Path(__file__).resolve().parents[3]  # the course: source/step1/instructo
 
 
 def codepoints(s):
+    """s as an array of code points (here, and in the probe's parts: it is one of PROBE_HELPERS)."""
+    import numpy as np
+
     return np.array([ord(c) for c in s], dtype=np.int32)
 
 
 def string(a):
     return ''.join(map(chr, np.asarray(a).tolist()))
+
+
+PROBE_HELPERS = (codepoints,)  # sent with the probe's parts, which record strings as code points
 
 
 def make_inputs(seed=20261):
@@ -68,21 +75,22 @@ def make_inputs(seed=20261):
     return x
 
 
-def probe(nb, inp, run, *, N_ENC, N_DEC, OOV, SPLIT_CASES, BATCH_SEED, BATCH_DRAWS, BATCH_B, BATCH_T, COUNT_CASES,
-          N_PAIRS, N_MERGE, N_BPE):
-    """In the student's kernel: what the notebook's functions compute on the grader's inputs."""
-    import numpy as np
-    import torch
-
-    def cp(text):
-        return np.array([ord(c) for c in text], dtype=np.int32)
-
+@records
+def vocabulary(nb, inp, run):
+    """build_vocab on the grader's texts, and the notebook's chars and V."""
     def vocab():
         v0 = nb.build_vocab(inp.text('vocab.s0'))
-        return {'chars': cp(''.join(nb.chars)), 'V': int(nb.V), 'type': type(v0).__name__[:50],
+        return {'chars': codepoints(''.join(nb.chars)), 'V': int(nb.V), 'type': type(v0).__name__[:50],
                 'strs': isinstance(v0, list) and all(isinstance(c, str) and len(c) == 1 for c in v0),
-                's0': cp(''.join(v0)), 's1': cp(''.join(nb.build_vocab(inp.text('vocab.s1'))))}
+                's0': codepoints(''.join(v0)), 's1': codepoints(''.join(nb.build_vocab(inp.text('vocab.s1'))))}
     run('vocab', vocab)
+
+
+@records
+def encode_decode(nb, inp, run, *, N_ENC, N_DEC, OOV):
+    """encode on the grader's strings, decode(encode(s)) and encode(decode(ids)), and what encode raises on a character
+    outside the vocabulary."""
+    import numpy as np
 
     def enc():
         out = {}
@@ -96,10 +104,10 @@ def probe(nb, inp, run, *, N_ENC, N_DEC, OOV, SPLIT_CASES, BATCH_SEED, BATCH_DRA
     def roundtrip():
         out = {}
         for i in range(N_ENC):
-            out[f'se{i}'] = cp(nb.decode(nb.encode(inp.text(f'enc{i}'))))
+            out[f'se{i}'] = codepoints(nb.decode(nb.encode(inp.text(f'enc{i}'))))
         for i in range(N_DEC):
             ids = inp[f'dec{i}'].tolist()
-            out[f'd{i}'] = cp(nb.decode(ids))
+            out[f'd{i}'] = codepoints(nb.decode(ids))
             out[f'ed{i}'] = np.array([int(j) for j in nb.encode(nb.decode(ids))], dtype=np.int64)
         return out
     run('rt', roundtrip)
@@ -112,11 +120,29 @@ def probe(nb, inp, run, *, N_ENC, N_DEC, OOV, SPLIT_CASES, BATCH_SEED, BATCH_DRA
                 out[f'raised{i}'] = ''
             except KeyError as e:
                 out[f'raised{i}'] = 'KeyError'
-                out[f'msg{i}'] = cp(str(e.args[0])[:300] if e.args else '')
+                out[f'msg{i}'] = codepoints(str(e.args[0])[:300] if e.args else '')
             except Exception as e:  # noqa: BLE001
                 out[f'raised{i}'] = type(e).__name__[:100]
         return out
     run('oov', oov)
+
+
+@records
+def split_cases(nb, inp, run, *, SPLIT_CASES):
+    """split_data on the grader's tensors, at each fraction of SPLIT_CASES."""
+    def split():
+        out = {}
+        for i, (_, frac) in enumerate(SPLIT_CASES):
+            out[f'train{i}'], out[f'val{i}'] = nb.split_data(inp.tensor(f'split{i}'), frac)
+        return out
+    run('split', split)
+
+
+@records
+def byte_pair_encoder(nb, inp, run, *, N_PAIRS, N_MERGE, N_BPE):
+    """get_pair_counts and merge on the grader's id lists, bpe_encode with the grader's merges, and the notebook's
+    merges and the BPE ids of its validation text (bpe_tokenize, line by line)."""
+    import numpy as np
 
     def pairs():
         out = {}
@@ -152,12 +178,13 @@ def probe(nb, inp, run, *, N_ENC, N_DEC, OOV, SPLIT_CASES, BATCH_SEED, BATCH_DRA
                 'ids': np.array(ids, dtype=np.int64)}
     run('bpert', bpe_round_trip)
 
-    def split():
-        out = {}
-        for i, (_, frac) in enumerate(SPLIT_CASES):
-            out[f'train{i}'], out[f'val{i}'] = nb.split_data(inp.tensor(f'split{i}'), frac)
-        return out
-    run('split', split)
+
+@records
+def get_batch_draws(nb, inp, run, *, BATCH_SEED, BATCH_DRAWS, BATCH_B, BATCH_T):
+    """get_batch on arange data whose positions the grader knows: BATCH_DRAWS batches of each split from BATCH_SEED, the
+    same seed twice and another, more windows than valid starts, and the shapes and dtypes on the notebook's data."""
+    import numpy as np
+    import torch
 
     def batches():
         n_train, n_val = (int(v) for v in inp['batch.sizes'])
@@ -198,6 +225,12 @@ def probe(nb, inp, run, *, N_ENC, N_DEC, OOV, SPLIT_CASES, BATCH_SEED, BATCH_DRA
             out[f'{name}.dtype'] = str(x.dtype) + ' ' + str(y.dtype)
         return out
     run('real', real_batches)
+
+
+@records
+def counts_and_entropy(nb, inp, run, *, COUNT_CASES):
+    """char_counts on the grader's ids, and entropy_bits on the grader's counts and on the notebook's text."""
+    import torch
 
     run('counts', lambda: {f'c{i}': nb.char_counts(inp.tensor(f'counts{i}'), v) for i, (v, _, _) in enumerate(COUNT_CASES)})
 
@@ -368,6 +401,26 @@ def get_batch_starts_are_uniform(inp, rec):
         assert starts.min() >= 0 and starts.max() < K, f'{name}: starts span {starts.min()}..{starts.max()}, not 0..{K - 1}'
         p = chi_square_p(starts, K)
         assert p > ALPHA / 2, f'{name}: the starts are not uniform over 0..{K - 1} (chi-square p = {p:.2g})'
+    starts_are_uniform_at_every_position(inp, rec)
+
+
+def starts_are_uniform_at_every_position(inp, rec):
+    """The law of the starts holds at each position b of a batch too, not only pooled over the batch: the starts are
+    independent draws, so x[b] starts anywhere whatever b is. Over the BATCH_DRAWS batches, the mean start at each b is
+    within eps of (K-1)/2; by Hoeffding's inequality (starts in 0..K-1) an honest sampler misses with probability at most
+    POSITION_ALPHA / (2 * BATCH_B) at each of the 2 * BATCH_B positions: POSITION_ALPHA in all. Sorted starts, say, put
+    the smallest of B draws at b = 0 (mean near K / (B + 1)), far outside."""
+    eps_of = lambda K: (K - 1) * math.sqrt(math.log(2 * 2 * BATCH_B / POSITION_ALPHA) / (2 * BATCH_DRAWS))  # noqa: E731
+    for name, (lo, hi) in bounds(inp).items():
+        x = rec[f'batch.{name}.x']
+        assert x.shape == (BATCH_DRAWS, BATCH_B, BATCH_T), f'{name} batches have shape {x.shape[1:]}'
+        K = hi - lo - BATCH_T
+        means = (x[:, :, 0] - lo).mean(0)  # (B,): the mean start at each position of the batch
+        worst = int(np.argmax(np.abs(means - (K - 1) / 2)))
+        assert abs(means[worst] - (K - 1) / 2) <= eps_of(K), (
+            f'{name}: over {BATCH_DRAWS} batches the windows at position {worst} of the batch start at {means[worst]:.1f} '
+            f'on average, not near (K - 1) / 2 = {(K - 1) / 2:.1f} (allowed {eps_of(K):.1f}; at each position: '
+            f'{", ".join(f"{m:.1f}" for m in means[:6])}...): each start is its own uniform draw, in no order')
 
 
 @claim

@@ -14,6 +14,7 @@ SOFTMAX = 'probs = F.softmax(logits[:, -1, :], dim=-1)'
 SAMPLE = 'idx_next = torch.multinomial(probs, num_samples=1)'
 ZERO_GRAD = '        optimizer.zero_grad(set_to_none=True)\n'
 BACKWARD = '        loss.backward()\n'
+TABLE = 'self.token_embedding_table = nn.Embedding(V, V)  # (V,V): row i = the logits of the character after i'
 
 COUNTS = ('counts_are_bigram_pairs',)
 SPLITS = ('counts_inside_each_split',)
@@ -60,13 +61,18 @@ MUTANTS = [
     # BigramLanguageModel.forward
     Variant('softmax_then_cross_entropy',
             cell('model', (CE, 'loss = F.cross_entropy(F.softmax(logits.view(B * T, C), dim=-1), targets.view(B * T))')),
-            LOSS + INIT),
+            LOSS),
     Variant('nll_loss_on_raw_logits', cell('model', (CE, 'loss = F.nll_loss(logits.view(B * T, C), targets.view(B * T))')),
-            LOSS + INIT),
+            LOSS),
     Variant('loss_reshaped_inconsistently', cell('model', ('logits.view(B * T, C)', 'logits.transpose(0, 1).reshape(B * T, C)')),
             LOSS),
     Variant('loss_summed_not_averaged', cell('model', ('targets.view(B * T))', "targets.view(B * T), reduction='sum')")),
-            LOSS + INIT),
+            LOSS),  # one mistake, one test: the init and training tests judge the table and train_bigram alone
+    # BigramLanguageModel.__init__: the contract's default N(0, 1) table
+    Variant('table_initialised_to_zeros', cell('model', (TABLE, TABLE + '\n        nn.init.zeros_(self.token_embedding_table.weight)')),
+            INIT),
+    Variant('table_initialised_small', cell('model', (TABLE, TABLE + '\n        nn.init.normal_(self.token_embedding_table.weight, std=0.02)')),
+            INIT),
     Variant('logits_returned_flattened', cell('model', (CE, 'logits = logits.view(B * T, C)\n'
                                                             '            loss = F.cross_entropy(logits, targets.view(B * T))')),
             FORWARD),
@@ -126,7 +132,62 @@ ALTERNATIVES = [
                            "                val_loss = sum(model(*get_batch('val', B, T))[1].item() for _ in range(4)) / 4\n"
                            "            print(f'step {len(losses)}: validation loss {val_loss:.3f}')\n"))),
     Variant('alt_train_keyword_batch_arguments', cell('train', ("xb, yb = get_batch('train', B, T)", "xb, yb = get_batch(split='train', B=B, T=T)"))),
-    Variant('alt_train_zero_grad_first_adamw',
-            cell('train', ('optimizer = torch.optim.Adam(', 'optimizer = torch.optim.AdamW('),
-                 (ZERO_GRAD, ''), ('        xb, yb = get_batch', '        optimizer.zero_grad()\n        xb, yb = get_batch'))),
+    Variant('alt_train_zero_grad_first',  # with Adam: AdamW's default weight decay breaks the contract (a mistake below)
+            cell('train', (ZERO_GRAD, ''), ('        xb, yb = get_batch', '        optimizer.zero_grad()\n        xb, yb = get_batch'))),
+]
+
+# The kinds of mistake of issue 52: a sampler that changes the law on some rows only, a loop that breaks its contract
+# (its optimizer, its learning rate, what its list holds) while the loss still falls, an initialisation of the right std
+# and the wrong law
+LOOP_HEAD = '    optimizer = torch.optim.Adam(model.parameters(), lr=lr)\n'
+APPEND = '        losses.append(loss.item())\n'
+MUTANTS += [
+    Variant('generate_never_repeats_the_last_id',
+            cell('model', (SAMPLE, 'probs = probs.scatter(1, idx[:, -1:], 0.0)  # no stutter: never the same id twice in a row\n'
+                                   '            ' + SAMPLE)), GEN),
+    Variant('generate_greedy_when_confident',
+            cell('model', (SAMPLE, 'sure = probs.max(dim=-1, keepdim=True).values > 0.9  # (B,1): the model is confident\n'
+                                   '            idx_next = torch.where(sure, probs.argmax(dim=-1, keepdim=True), '
+                                   'torch.multinomial(probs, num_samples=1))')), GEN),
+    Variant('generate_top_k_20',
+            cell('model', (SOFTMAX, 'top = logits[:, -1, :].topk(20, dim=-1)  # keep the 20 likeliest ids, as nanoGPT can\n'
+                                    '            probs = torch.zeros_like(logits[:, -1, :]).scatter(1, top.indices, '
+                                    'F.softmax(top.values, dim=-1))')), GEN),
+    Variant('train_with_cosine_schedule',
+            cell('train', (LOOP_HEAD, LOOP_HEAD + '    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, '
+                                                  'T_max=steps)\n'),
+                 ('        optimizer.step()\n', '        optimizer.step()\n        schedule.step()\n')), FALLS),
+    Variant('train_with_step_decay',
+            cell('train', (LOOP_HEAD, LOOP_HEAD + '    schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=100, '
+                                                  'gamma=0.5)\n'),
+                 ('        optimizer.step()\n', '        optimizer.step()\n        schedule.step()\n')), FALLS),
+    Variant('train_with_adamw_default_decay', cell('train', ('optimizer = torch.optim.Adam(', 'optimizer = torch.optim.AdamW(')), FALLS),
+    Variant('train_logs_validation_in_the_list',
+            cell('train', (APPEND, "        if len(losses) % 100 == 0:  # every 100 steps, log the validation loss instead\n"
+                                   '            with torch.no_grad():\n'
+                                   "                losses.append(model(*get_batch('val', B, T))[1].item())\n"
+                                   '        else:\n    ' + APPEND)), FALLS),
+    Variant('train_losses_smoothed',
+            cell('train', (APPEND, '        smooth = loss.item() if not losses else 0.9 * losses[-1] + 0.1 * loss.item()\n'
+                                   '        losses.append(smooth)  # a smoothed curve plots better\n')), FALLS),
+    Variant('table_initialised_uniform_with_unit_std',
+            cell('model', ('self.token_embedding_table = nn.Embedding(V, V)  # (V,V): row i = the logits of the character after i',
+                           'self.token_embedding_table = nn.Embedding(V, V)  # (V,V): row i = the logits of the character after i\n'
+                           '        nn.init.uniform_(self.token_embedding_table.weight, -3 ** 0.5, 3 ** 0.5)  # unit variance')),
+            INIT),
+]
+ALTERNATIVES += [
+    Variant('alt_train_estimates_both_splits_nanogpt_style',
+            cell('train', (APPEND, APPEND + '        if len(losses) % 100 == 0:  # estimate_loss, as in nanoGPT: batches of '
+                                            'both splits, not trained on\n'
+                                            '            with torch.no_grad():\n'
+                                            "                est = {s: sum(model(*get_batch(s, B, T))[1].item() for _ in range(5)) / 5"
+                                            " for s in ('train', 'val')}\n"
+                                            "            print(f'step {len(losses)}: train {est[\"train\"]:.3f}, val {est[\"val\"]:.3f}')\n"))),
+    Variant('alt_generate_sample_from_log_probs',
+            cell('model', (SOFTMAX, 'probs = F.log_softmax(logits[:, -1, :], dim=-1).exp()'))),
+    Variant('alt_table_initialised_normal_explicitly',
+            cell('model', ('self.token_embedding_table = nn.Embedding(V, V)  # (V,V): row i = the logits of the character after i',
+                           'self.token_embedding_table = nn.Embedding(V, V)  # (V,V): row i = the logits of the character after i\n'
+                           '        nn.init.normal_(self.token_embedding_table.weight, mean=0.0, std=1.0)'))),
 ]

@@ -160,3 +160,17 @@ ALTERNATIVES = [
     Variant('alt_bow_cumsum', (('bow', MEAN, 'x = tok.cumsum(dim=1) / torch.arange(1, T + 1)[:, None]'),)),
     Variant('alt_bow_loss_over_class_axis', (('bow', LOSS, 'F.cross_entropy(logits.transpose(1, 2), targets)'),)),
 ]
+
+# issue 52, the work a task names: O(TC) kept in the size of every tensor, T times over in the arithmetic
+RUNNING_BODY = """    counts = torch.arange(1, T + 1, dtype=x.dtype)[:, None]  # (T,1): t + 1 at row t
+    return x.cumsum(dim=1) / counts  # (B,T,C): the prefix sums S_t = S_{t-1} + x_t, each divided by t + 1"""
+MUTANTS += [
+    Variant('running_by_a_sequence_wide_convolution', ((RUNNING, RUNNING_BODY, """    rows = x.transpose(1, 2).reshape(B * C, 1, T)  # (B*C,1,T): one row per sequence and channel
+    sums = F.conv1d(F.pad(rows, (T - 1, 0)), torch.ones(1, 1, T, dtype=x.dtype))  # (B*C,1,T): a causal window of T ones
+    return sums.view(B, C, T).transpose(1, 2) / torch.arange(1, T + 1, dtype=x.dtype)[:, None]  # (B,T,C)"""),),
+            (METHOD[RUNNING],)),
+    Variant('running_by_a_sequence_wide_pooling', ((RUNNING, RUNNING_BODY, """    padded = F.pad(x.transpose(1, 2), (T - 1, 0))  # (B,C,2T-1): zeros before the sequence
+    sums = F.avg_pool1d(padded, T, stride=1) * T  # (B,C,T): the sum of the T positions up to t, the zeros included
+    return sums.transpose(1, 2) / torch.arange(1, T + 1, dtype=x.dtype)[:, None]  # (B,T,C)"""),),
+            (METHOD[RUNNING],)),
+]

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course.grader.claims import claim, expect_causal
+from course.grader.claims import claim, expect_causal, expect_linear_work, records
+from course.grader.probe import work_of
 
 WAYS = ('average_loop', 'average_tril', 'average_softmax')
 RUNNING = 'average_running'  # the fourth way, O(TC)
@@ -68,9 +69,60 @@ def make_inputs(seed=20263):
     return x
 
 
-def probe(nb, inp, run, *, WAYS, RUNNING, CASES, V, REF_SHAPES, N_EMBD, METHOD_T, MATMULS, SOFTMAXES):
-    """In the student's kernel: the three averages and BagOfWordsModel on the grader's inputs, and the torch calls each
-    average makes (its method)."""
+def bag_of_words(nb, V, seed, width=16):
+    """A fresh BagOfWordsModel(V, width) of the notebook, from torch.manual_seed(seed) (a probe helper)."""
+    import torch
+
+    torch.manual_seed(seed)
+    return nb.BagOfWordsModel(V, width)
+
+
+def logits_of(m, inp, *names):
+    """{name: the logits of model m on the grader's input name}, without gradients (a probe helper)."""
+    import torch
+
+    with torch.no_grad():
+        return {name: m(inp.tensor(name))[0] for name in names}
+
+
+PROBE_HELPERS = (work_of, bag_of_words, logits_of)  # work_of: the work average_running does, at both METHOD_T
+
+
+@records
+def averages_on_the_cases(nb, inp, run, *, WAYS, RUNNING, CASES):
+    """Each average (the three ways, then the running one) on the hand case (and whether it left its input unchanged),
+    the grader's CASES, a tensor all ways must agree on, the identity (its weights), and a pair that differs at one
+    position; and average_softmax on the values of zero-score attention."""
+    import torch
+
+    t = inp.tensor
+
+    def unchanged_call(f, name):
+        x = t(name)
+        before = x.clone()
+        out = f(x)
+        return out, bool(torch.equal(x, before))
+
+    for fname in (*WAYS, RUNNING):
+        def f(x, fname=fname):
+            return getattr(nb, fname)(x)
+
+        def hand(f=f):
+            out, same = unchanged_call(f, 'hand')
+            return {'out': out, 'unchanged': same}
+        run(f'{fname}_hand', hand)
+        run(f'{fname}_cases', lambda f=f: {f'case{i}': f(t(f'case{i}')) for i in range(len(CASES))})
+        run(f'{fname}_agree', lambda f=f: {'out': f(t('agree'))})
+        run(f'{fname}_eye', lambda f=f: {'out': f(t('eye'))})
+        run(f'{fname}_pert', lambda f=f: {'base': f(t('pert')), 'changed': f(t('pert2'))})
+    run('sdpa', lambda: {'out': nb.average_softmax(t('sdpa_v'))})
+
+
+@records
+def methods_of_the_averages(nb, inp, run, *, WAYS, RUNNING, METHOD_T, MATMULS, SOFTMAXES):
+    """The torch calls each average makes at both lengths METHOD_T (how many, the elements they produce, and whether
+    one is a (T,T) tensor, a product or a softmax of one, a prefix sum, or attention), and the work average_running
+    does (work_of)."""
     import math
 
     import torch
@@ -109,57 +161,44 @@ def probe(nb, inp, run, *, WAYS, RUNNING, CASES, V, REF_SHAPES, N_EMBD, METHOD_T
         run(f'{fname}_method', lambda fname=fname: {f'{key}{T}': int(value) for T in METHOD_T
                                                     for key, value in method(getattr(nb, fname), T).items()})
 
-    def unchanged_call(f, name):
-        x = t(name)
-        before = x.clone()
-        out = f(x)
-        return out, bool(torch.equal(x, before))
+    run('work', lambda: {f'T{T}': work_of(lambda T=T: getattr(nb, RUNNING)(t(f'method{T}'))) for T in METHOD_T})
 
-    for fname in (*WAYS, RUNNING):
-        def f(x, fname=fname):
-            return getattr(nb, fname)(x)
 
-        def hand(f=f):
-            out, same = unchanged_call(f, 'hand')
-            return {'out': out, 'unchanged': same}
-        run(f'{fname}_hand', hand)
-        run(f'{fname}_cases', lambda f=f: {f'case{i}': f(t(f'case{i}')) for i in range(len(CASES))})
-        run(f'{fname}_agree', lambda f=f: {'out': f(t('agree'))})
-        run(f'{fname}_eye', lambda f=f: {'out': f(t('eye'))})
-        run(f'{fname}_pert', lambda f=f: {'base': f(t('pert')), 'changed': f(t('pert2'))})
-    run('sdpa', lambda: {'out': nb.average_softmax(t('sdpa_v'))})
-
-    def model(seed, width=16):
-        torch.manual_seed(seed)
-        return nb.BagOfWordsModel(V, width)
-
+@records
+def bag_of_words_model(nb, inp, run, *, V, REF_SHAPES):
+    """BagOfWordsModel, each from its own seed: its weights' shapes, logits and loss; its logits on a pair that differs
+    at one position, on a window, reversed and with its first id changed, and on a run of one character; and its
+    logits and weights on the reference cases."""
     def api():
-        m = model(300)
-        logits0, loss0 = m(t('bow_idx'))
-        logits, loss = m(t('bow_idx'), t('bow_targets'))
+        m = bag_of_words(nb, V, 300)
+        logits0, loss0 = m(inp.tensor('bow_idx'))
+        logits, loss = m(inp.tensor('bow_idx'), inp.tensor('bow_targets'))
         shapes = [*m.token_embedding_table.weight.shape, *m.lm_head.weight.shape, *m.lm_head.bias.shape]
         return {'logits0': logits0, 'loss0_is_none': loss0 is None, 'logits': logits, 'loss': loss, 'shapes': shapes}
     run('bow_api', api)
 
-    def logits_of(m, *names):
-        with torch.no_grad():
-            return {name: m(t(name))[0] for name in names}
-    run('bow_pert', lambda: logits_of(model(301), 'bow_pert', 'bow_pert2'))
-    run('bow_order', lambda: logits_of(model(302), 'bow_order', 'bow_order_first')
-        | {'flipped': model(302)(t('bow_order').flip(1))[0]})
-    run('bow_run', lambda: logits_of(model(303), 'bow_run'))
+    run('bow_pert', lambda: logits_of(bag_of_words(nb, V, 301), inp, 'bow_pert', 'bow_pert2'))
+    run('bow_order', lambda: logits_of(bag_of_words(nb, V, 302), inp, 'bow_order', 'bow_order_first')
+        | {'flipped': bag_of_words(nb, V, 302)(inp.tensor('bow_order').flip(1))[0]})
+    run('bow_run', lambda: logits_of(bag_of_words(nb, V, 303), inp, 'bow_run'))
 
     def reference():
-        m = model(304)
-        return logits_of(m, *[f'bow_ref{i}' for i in range(len(REF_SHAPES))]) | {
+        m = bag_of_words(nb, V, 304)
+        return logits_of(m, inp, *[f'bow_ref{i}' for i in range(len(REF_SHAPES))]) | {
             'emb': m.token_embedding_table.weight, 'W': m.lm_head.weight, 'b': m.lm_head.bias}
     run('bow_ref', reference)
+
+
+@records
+def trained_bag_of_words(nb, inp, run, *, V, N_EMBD):
+    """The notebook's trained model bow against a fresh one of its initialisation: their logits on the validation
+    windows, and how far training moved each parameter."""
     def trained():
-        fresh = model(0, N_EMBD)  # bow's initialisation, untrained
+        fresh = bag_of_words(nb, V, 0, N_EMBD)  # bow's initialisation, untrained
         pairs = zip(nb.bow.parameters(), fresh.parameters(), strict=True)
         moved = [float((p.detach() - q.detach()).abs().max()) for p, q in pairs]
-        return {'trained': logits_of(nb.bow, 'val_x')['val_x'],  # the notebook's trained model
-                'fresh': logits_of(fresh, 'val_x')['val_x'], 'moved': moved}
+        return {'trained': logits_of(nb.bow, inp, 'val_x')['val_x'],  # the notebook's trained model
+                'fresh': logits_of(fresh, inp, 'val_x')['val_x'], 'moved': moved}
     run('bow_trained', trained)
 
 
@@ -243,6 +282,9 @@ def average_running_builds_no_square(inp, rec):
     assert ratio < 8, (f'average_running produced {ratio:.1f} times as many elements at T = {METHOD_T[1]} as at '
                        f'T = {METHOD_T[0]} (allowed 8; O(TC) work gives about {METHOD_T[1] // METHOD_T[0]}): '
                        'its work grows like T^2')
+    expect_linear_work([rec.number(f'work.T{T}') for T in METHOD_T], METHOD_T, 'average_running, operations counted',
+                       'each output needs one addition to the sum before it: no window as wide as the sequence '
+                       '(a convolution or a pooling over T positions), no sum over the whole prefix at each t')
 
 
 @claim

@@ -281,7 +281,7 @@ ALTERNATIVES = [
 ]
 
 
-# Optional, for the hostile corpus (tests/corpus.py): code that defines this step's names with every shape right and every
+# Optional, for the hostile corpus (tests/support/corpus.py): code that defines this step's names with every shape right and every
 # number wrong. A hostile submission puts it after patching torch or silencing tracebacks: it must still score 0.
 FAKE = '''
 class Head(nn.Module):
@@ -299,3 +299,15 @@ class Head(nn.Module):
         self.A = (self.tril[:T, :T] / self.tril[:T, :T].sum(-1, keepdim=True)).expand(B, T, T)
         return torch.zeros(B, T, self.value.out_features)
 '''
+
+# issue 52, the dtypes a contract states: score_stats computes in the dtype of q and k, gaussian_scores returns float32
+MUTANTS += [
+    Variant('score_stats_in_float32', stats(('    d_k = q.shape[-1]\n', '    q, k = q.float(), k.float()  # float32 throughout\n'
+                                                                      '    d_k = q.shape[-1]\n')), ('score_stats_small_case',)),
+    Variant('gaussian_scores_in_float64', kernel(('i = torch.arange(T, dtype=torch.float32)',
+                                                  'i = torch.arange(T, dtype=torch.float64)  # exact squares')),
+            ('kernel_running_mean_at_infinite_bandwidth',)),
+]
+ALTERNATIVES += [
+    Variant('alt_gaussian_scores_from_int_positions', kernel(('i = torch.arange(T, dtype=torch.float32)', 'i = torch.arange(T)'))),
+]

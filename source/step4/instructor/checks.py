@@ -9,7 +9,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course.grader.claims import claim, expect_causal, expect_causal_at_every_position, tolerance
+from course.grader.claims import claim, expect_causal, expect_causal_at_every_position, expect_dtype, records, tolerance
 
 D, HS, T, B = 32, 16, 8, 4
 HEAD_CASES = [  # (B, T, block_size, d, head_size, causal, dtype, input scale, tolerance), as in head_matches_sdpa_reference
@@ -39,6 +39,7 @@ STATS_N = 200  # draws per d_k on the grader's side: the verdict compares with a
 MASK_INPUTS = ['s', 's2d', 's4d', 's64']  # what both Exercise functions are fed; 's_big' only causal_softmax
 KERNEL_CASES = [(4, 2.0), (30, 1.0), (30, 3.0), (7, 0.5), (1, 1.0), (12, 1e3)]  # (T, s) besides s = inf
 CAUSAL_PERM = [3, 0, 6, 1, 5, 2, 4, 7]  # keeps the last token in place
+STATS64 = (50, 8, 16, 1e-25)  # (N, T, d_k, scale) of score_stats on float64 draws: their scores, about 1e-50, are 0 in float32
 
 
 def make_inputs(seed=20260):
@@ -76,12 +77,15 @@ def make_inputs(seed=20260):
     for i, (d, _, t, _, r, _, _) in enumerate(RANK_GENERIC + RANK_DEFICIENT):
         x[f'rank{i}.x'] = (rng.standard_normal((1, t, r)) @ rng.standard_normal((r, d)) if r else
                            rng.standard_normal((1, t, d))).astype('float32')
+    more = np.random.default_rng(seed + 1)  # a generator of its own: every input above stays as it was
+    x['stats64.q'], x['stats64.k'] = (STATS64[3] * more.standard_normal(STATS64[:3]) for _ in range(2))  # float64
     return x
 
 
-def probe(nb, inp, run, *, HEAD_CASES, D, HS, T, RANK_GENERIC, RANK_DEFICIENT, STATS_DK, MASK_INPUTS, KERNEL_CASES):
-    """In the student's kernel: Head and the Exercise functions on the grader's inputs."""
-    import numpy as np
+@records
+def head_on_the_cases(nb, inp, run, *, HEAD_CASES):
+    """Head on each of HEAD_CASES (its seed 100 + i): q, k, v, the output and the stashed weights A, recorded as
+    'head<i>'; and the case worked by hand (W_Q = W_K = W_V = I), as 'hand'."""
     import torch
 
     t = inp.tensor
@@ -106,18 +110,13 @@ def probe(nb, inp, run, *, HEAD_CASES, D, HS, T, RANK_GENERIC, RANK_DEFICIENT, S
             return {'out': h(t('hand.x'))}
     run('hand', hand)
 
-    def perturbed():
-        torch.manual_seed(100)
-        h = nb.Head(D, HS, T)
-        return {f'out{j}': h(t(f'pert{j}.x')) for j in range(T)} | {'base': h(t('head0.x'))}
-    run('pert', perturbed)
 
-    def equivariance():
-        torch.manual_seed(101)
-        h = nb.Head(D, HS, T, causal=False)
-        x, perm, pos = t('head0.x'), t('perm'), t('pos')
-        return {'x': h(x), 'x_perm': h(x[:, perm]), 'xp': h(x + pos), 'xp_perm': h((x + pos)[:, perm])}
-    run('equi', equivariance)
+@records
+def head_mask_and_maps(nb, inp, run):
+    """What Head(16, 4, 10) holds: the mask as a buffer tril (lower-triangular, saved, moved by .to()) and no (10, 10)
+    parameter; key, query, value bias-free nn.Linear(16, 4); its number of parameters. Recorded as 'structure'."""
+    import numpy as np
+    import torch
 
     def structure():
         h = nb.Head(16, 4, 10)
@@ -136,6 +135,80 @@ def probe(nb, inp, run, *, HEAD_CASES, D, HS, T, RANK_GENERIC, RANK_DEFICIENT, S
         out['tril_moved'] = tril is not None and h.get_buffer('tril').device.type == 'meta'
         return out
     run('structure', structure)
+
+
+@records
+def head_causality_by_perturbation(nb, inp, run, *, D, HS, T):
+    """A causal Head (seed 100) on the first case's x and on each copy with position j replaced: 'pert.base' and
+    'pert.out<j>', for causality by perturbation and at every position."""
+    import torch
+
+    t = inp.tensor
+
+    def perturbed():
+        torch.manual_seed(100)
+        h = nb.Head(D, HS, T)
+        return {f'out{j}': h(t(f'pert{j}.x')) for j in range(T)} | {'base': h(t('head0.x'))}
+    run('pert', perturbed)
+
+
+@records
+def score_stats_on_the_cases(nb, inp, run, *, STATS_DK):
+    """score_stats on the hand-worked case, on T = 3, on float64 draws of scale 1e-25 and on the grader's draws for each
+    d_k of STATS_DK: its keys, the types of its values and the values, as 'stats<case>'."""
+    t = inp.tensor
+
+    def stats(case):
+        q, k = (t(f'stats.small.{m}') if case == 'small' else t(f'stats.t3.{m}') if case == 't3'
+                else t(f'stats64.{m}') if case == 'f64' else t(f'stats.{m}{case}') for m in 'qk')
+        s = nb.score_stats(q, k)
+        return {'keys': ','.join(sorted(s)), 'types': ','.join(type(v).__name__ for _, v in sorted(s.items())),
+                **{key: float(v) for key, v in s.items()}}
+    for case in ['small', 't3', 'f64'] + [f'{dk}' for dk in STATS_DK]:
+        run(f'stats{case}', lambda case=case: stats(case))
+
+
+@records
+def the_two_maskings(nb, inp, run, *, MASK_INPUTS):
+    """causal_softmax ('right') and softmax_then_zero ('wrong') on the grader's score matrices (2-D to 4-D, float64,
+    large scores, a hand-worked case): each output and its dtype."""
+    t = inp.tensor
+
+    def masks(fn, names):
+        out = {}
+        for name in names:
+            y = fn(t(name))
+            out[name] = y
+            out[name + '.dtype'] = str(y.dtype)
+        return out
+    run('right', lambda: masks(nb.causal_softmax, MASK_INPUTS + ['s_big', 's_hand3']))
+    run('wrong', lambda: masks(nb.softmax_then_zero, MASK_INPUTS + ['s_hand2']))
+
+
+@records
+def head_without_the_mask_on_permuted_rows(nb, inp, run, *, D, HS, T):
+    """A Head with causal=False (seed 101) on x and on x[:, perm], without and with positional vectors added to x:
+    'equi.x', 'equi.x_perm', 'equi.xp', 'equi.xp_perm'."""
+    import torch
+
+    t = inp.tensor
+
+    def equivariance():
+        torch.manual_seed(101)
+        h = nb.Head(D, HS, T, causal=False)
+        x, perm, pos = t('head0.x'), t('perm'), t('pos')
+        return {'x': h(x), 'x_perm': h(x[:, perm]), 'xp': h(x + pos), 'xp_perm': h((x + pos)[:, perm])}
+    run('equi', equivariance)
+
+
+@records
+def token_perm_gap_on_the_cases(nb, inp, run, *, D, HS, T):
+    """token_perm_gap, and the head's outputs it compares, for a head without the mask (seed 102: without and with
+    positions, a cycle, the identity), as 'tokens'; and for a causal head (seed 103) and a permutation that keeps the
+    last token in place, as 'causal'."""
+    import torch
+
+    t = inp.tensor
 
     def tokens():
         torch.manual_seed(102)
@@ -162,26 +235,21 @@ def probe(nb, inp, run, *, HEAD_CASES, D, HS, T, RANK_GENERIC, RANK_DEFICIENT, S
         return {'a': a, 'b': b, 'gap': nb.token_perm_gap(h, tok, idx, perm)}
     run('causal', causal_tokens)
 
-    def stats(case):
-        q, k = (t(f'stats.small.{m}') if case == 'small' else t(f'stats.t3.{m}') if case == 't3'
-                else t(f'stats.{m}{case}') for m in 'qk')
-        s = nb.score_stats(q, k)
-        return {'keys': ','.join(sorted(s)), 'types': ','.join(type(v).__name__ for _, v in sorted(s.items())),
-                **{key: float(v) for key, v in s.items()}}
-    for case in ['small', 't3'] + [f'{dk}' for dk in STATS_DK]:
-        run(f'stats{case}', lambda case=case: stats(case))
 
-    def masks(fn, names):
-        out = {}
-        for name in names:
-            y = fn(t(name))
-            out[name] = y
-            out[name + '.dtype'] = str(y.dtype)
-        return out
-    run('right', lambda: masks(nb.causal_softmax, MASK_INPUTS + ['s_big', 's_hand3']))
-    run('wrong', lambda: masks(nb.softmax_then_zero, MASK_INPUTS + ['s_hand2']))
+@records
+def gaussian_scores_on_the_cases(nb, inp, run, *, KERNEL_CASES):
+    """gaussian_scores(10, inf) and gaussian_scores(T, s) for each of KERNEL_CASES, as 'kernel'."""
     run('kernel', lambda: {'inf': nb.gaussian_scores(10, float('inf')),
                            **{f'{n}_{s}': nb.gaussian_scores(n, s) for n, s in KERNEL_CASES}})
+
+
+@records
+def score_rank_on_the_cases(nb, inp, run, *, RANK_GENERIC, RANK_DEFICIENT):
+    """score_rank of a Head (seed 104 + i, rows of W_Q or W_K set to 0 as the case says) on each case's input, generic
+    then rank-deficient: the rank and its type, as 'rank<i>'."""
+    import torch
+
+    t = inp.tensor
 
     def rank(i, d, hs, tt, causal, r, low, expected):
         torch.manual_seed(104 + i)
@@ -332,6 +400,7 @@ def stats_case(rec, case, q, k, tol):
 def score_stats_small_case(inp, rec):
     stats_case(rec, 'small', inp.tensor('stats.small.q'), inp.tensor('stats.small.k'), 1e-4)
     stats_case(rec, 't3', inp.tensor('stats.t3.q'), inp.tensor('stats.t3.k'), 1e-4)
+    stats_in_float64(inp, rec)
 
 
 def stats_draws(inp, rec, keys):
@@ -448,6 +517,8 @@ def kernel_reference(n, s):
 def kernel_running_mean_at_infinite_bandwidth(inp, rec):
     S = rec.tensor('kernel.inf')
     assert tuple(S.shape) == (10, 10) and S.is_floating_point(), f'expected a (10, 10) float tensor, got {tuple(S.shape)}'
+    expect_dtype(S, 'float32', 'gaussian_scores(10, inf)', 'the contract says a float32 (T, T) tensor: build the positions in '
+                 'float32')
     assert (S == 0).all(), 'expected all scores exactly 0 at s = inf' + ('; got nan' if S.isnan().any() else '')
 
 
@@ -480,3 +551,15 @@ def score_rank_generic_input(inp, rec):
 def score_rank_rank_deficient(inp, rec):
     ranks(rec, len(RANK_GENERIC), RANK_DEFICIENT)
 
+
+
+def stats_in_float64(inp, rec):
+    """score_stats computes in the dtype of q and k: on float64 draws of scale 1e-25 the scores, about 1e-50, are far
+    inside float64's range and 0 in float32's, so each statistic must match the float64 reference to 1e-9 of itself."""
+    q, k = inp.tensor('stats64.q'), inp.tensor('stats64.k')
+    for key, value in reference_stats(q, k).items():
+        got = float(rec.tensor(f'statsf64.{key}'))
+        assert abs(got - value) <= 1e-9 * abs(value), (
+            f'float64 q, k of shape {tuple(q.shape)} and scale {STATS64[3]:g} (scores about 1e-50): expected {key} = '
+            f'{value:.6g}, got {got:.6g}; compute in the dtype of q and k (no .float(), no dtype=torch.float32): in float32 '
+            'these scores are 0')

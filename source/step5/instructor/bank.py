@@ -262,3 +262,31 @@ ALTERNATIVES = [
     Variant('alt_slope_by_lstsq', slope((SLOPE_RETURN, 'A = torch.stack([u, torch.ones_like(u)], dim=1)  # (n,2)\n'
                                                        '    return torch.linalg.lstsq(A, w[:, None]).solution[0, 0].item()'))),
 ]
+
+# issue 52: dtypes the contract states (LayerNorm computes in the dtype of x), distinct modules (two LayerNorms, n heads
+# of their own), and a degenerate rank case that tells the columns of W_O from its rows
+MHA_HEADS = 'self.heads = nn.ModuleList([Head(d, d // n_head, block_size) for _ in range(n_head)])'
+LN_FORWARD = """        mean = x.mean(dim=-1, keepdim=True)  # (...,1)
+        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (...,1), the biased variance
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias  # (...,d)"""
+MUTANTS += [
+    Variant('layernorm_normalises_in_float32', ln((LN_FORWARD, """        xf = x.float()  # the statistics in float32, as mixed-precision code keeps them
+        mean = xf.mean(dim=-1, keepdim=True)  # (...,1)
+        var = xf.var(dim=-1, keepdim=True, unbiased=False)  # (...,1)
+        return ((xf - mean) / torch.sqrt(var + self.eps)).type_as(x) * self.weight + self.bias  # (...,d)""")), LN_REF),
+    Variant('block_one_layernorm_for_both_branches', block(('        self.ln2 = LayerNorm(d)\n',
+                                                           '        self.ln2 = self.ln1  # the same normalisation on both branches\n')),
+            ('block_is_pre_norm',)),
+    Variant('heads_deep_copies_of_one', mha((MHA_HEADS, 'import copy\n'
+                                                        '        head = Head(d, d // n_head, block_size)\n'
+                                                        '        self.heads = nn.ModuleList([copy.deepcopy(head) for _ in range(n_head)])  '
+                                                        '# n distinct Heads')),
+            ('mha_has_h_bias_free_heads_and_projection', 'ranks_low_per_head_full_for_the_layer')),
+    Variant('rank_report_head_slice_from_rows', (('rank_report', 'W_O = mha.proj.weight.T  # (d,d)', 'W_O = mha.proj.weight  # (d,d)'),),
+            ('ranks_low_per_head_full_for_the_layer',)),
+]
+ALTERNATIVES += [
+    Variant('alt_heads_appended_in_a_loop', mha((MHA_HEADS, 'self.heads = nn.ModuleList()\n'
+                                                            '        for _ in range(n_head):\n'
+                                                            '            self.heads.append(Head(d, d // n_head, block_size))'))),
+]

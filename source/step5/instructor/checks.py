@@ -9,7 +9,16 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course.grader.claims import claim, expect_causal, expect_causal_at_every_position, relative_gap
+from course.grader.claims import (
+    claim,
+    expect_causal,
+    expect_causal_at_every_position,
+    expect_dtype,
+    expect_independent,
+    records,
+    relative_gap,
+)
+from course.grader.probe import independence
 
 D, H, T, B = 32, 4, 8, 4
 MHA_CASES = [  # (d, n_head, block_size, T, B, dtype, relative tolerance)
@@ -30,7 +39,10 @@ BLOCK_SIZES = (16, 32, 48, 64, 768)
 GPT_SIZES = [(65, 8, 32, 2), (50, 12, 16, 1), (70, 5, 24, 3), (50257, 1024, 768, 12)]  # (V, block_size, d, n_layer)
 # (d, n_head, T, degenerate): 'shared_proj' makes every head write through W_O^1 (the summed map has rank d/h, the
 # heads' ranks add up to d); 'dead_head' sets head 0's W_V to 0
-RANK_CASES = [(32, 4, 48, None), (24, 3, 5, None), (16, 2, 40, None), (16, 4, 8, 'shared_proj'), (16, 4, 8, 'dead_head')]
+RANK_CASES = [(32, 4, 48, None), (24, 3, 5, None), (16, 2, 40, None), (16, 4, 8, 'shared_proj'), (16, 4, 8, 'dead_head'),
+              (16, 4, 8, 'thin_slice')]  # 'thin_slice': half of head 1's slice of W_O (its columns in proj.weight) set to 0,
+# so that the head map from that slice (rank hs/2) differs from one taken from rows of proj.weight (rank hs)
+LN64 = (D, 100.0)  # LayerNorm on float64 rows offset by 100: normalised in float32, they would lose 1e-6 of their size
 
 
 def make_inputs(seed=20261):
@@ -75,94 +87,20 @@ def make_inputs(seed=20261):
     x['slope.p'], x['slope.c'] = rng.uniform(-1.5, 3, 4), np.exp(rng.uniform(-4, 4, 4))
     x['slope.sx'] = np.sort(rng.uniform(1, 500, 7))
     x['slope.sy'] = x['slope.sx'] ** 1.7 * np.exp(rng.normal(0, 0.8, 7))  # noisy: the least-squares line is not the ends'
+    more = np.random.default_rng(seed + 1)  # a generator of its own: every input above stays as it was
+    for i in range(5, len(RANK_CASES)):
+        x[f'rank{i}.x'] = more.standard_normal((1, RANK_CASES[i][2], RANK_CASES[i][0])).astype('float32')
+    x['ln64.x'] = more.standard_normal((B, T, LN64[0])) + LN64[1]
+    x['ln64.w'], x['ln64.b'] = 1 + 0.5 * more.standard_normal(LN64[0]), 0.5 * more.standard_normal(LN64[0])
     return x
 
 
-def probe(nb, inp, run, *, MHA_CASES, LN_CASES, FF_DIMS, D, H, T, DEEP, BLOCK_SIZES, GPT_SIZES, RANK_CASES):
-    """In the student's kernel: the attention modules, LayerNorm, FeedForward, Block and the counting functions on the
-    grader's inputs, with the weights they used."""
+def pytorch_parts(d, n_head, block_size, w, prefix, layer=None):
+    """A block's four parts, PyTorch's, with the grader's weights w(f'{prefix}.<name>') (of layer `layer` of a stack, if
+    given): ln1 and ln2 (nn.LayerNorm), attn (a causal bias-free nn.MultiheadAttention), ffwd (Linear, Tanh, Linear); the
+    stand-ins put in a Block to judge its wiring, and stacked to judge input_grad_norms."""
     import torch
     import torch.nn as nn
-
-    t = inp.tensor
-
-    def heads_weights(m):
-        W = [torch.cat([getattr(h, n).weight for h in m.heads]) for n in ('query', 'key', 'value')]
-        return torch.cat(W), m.proj.weight
-
-    def linears(m):
-        lin = [mod for mod in m.modules() if isinstance(mod, nn.Linear)]
-        return {f'lin{i}.{n}': getattr(mod, n) for i, mod in enumerate(lin) for n in ('weight', 'bias')
-                if getattr(mod, n) is not None} | {'n_linear': len(lin)}
-
-    for i, (d, h, t_max, _, _, dtype, _) in enumerate(MHA_CASES):
-        def mha_case(i=i, d=d, h=h, t_max=t_max, dtype=dtype):
-            torch.manual_seed(200 + i)
-            m = nb.MultiHeadAttention(d, h, t_max).to(getattr(torch, dtype))
-            W_q, W_k, W_v = t(f'mha{i}.W_qkv').chunk(3)
-            with torch.no_grad():
-                for j, head in enumerate(m.heads):  # the grader's weights, head by head, as the test cell loads them
-                    hs = head.key.out_features
-                    for name, W in (('query', W_q), ('key', W_k), ('value', W_v)):
-                        getattr(head, name).weight.copy_(W[j * hs:(j + 1) * hs])
-                m.proj.weight.copy_(t(f'mha{i}.W_o'))
-                out = m(t(f'mha{i}.x'))
-            return {'out': out, 'distinct': len({id(head) for head in m.heads}) == len(m.heads)}
-        run(f'mha{i}', mha_case)
-
-        def batched_case(i=i, d=d, h=h, t_max=t_max, dtype=dtype):
-            torch.manual_seed(210 + i)
-            m = nb.BatchedMultiHeadAttention(d, h, t_max).to(getattr(torch, dtype))
-            with torch.no_grad():
-                out = m(t(f'mha{i}.x'))
-            return {'out': out, 'W_qkv': m.qkv.weight, 'W_o': m.proj.weight}
-        run(f'batched{i}', batched_case)
-
-    def structure():
-        m = nb.MultiHeadAttention(32, 4, 8)
-        return {'modulelist': isinstance(m.heads, nn.ModuleList), 'n_heads': len(m.heads),
-                'head_sizes': [h.key.out_features for h in m.heads], 'proj_bias': m.proj.bias is not None,
-                'n_params': sum(p.numel() for p in m.parameters()),
-                'batched_n_params': sum(p.numel() for p in nb.BatchedMultiHeadAttention(32, 4, 8).parameters())}
-    run('structure', structure)
-
-    def copy():
-        torch.manual_seed(220)
-        m = nb.MultiHeadAttention(D, H, T)
-        b = nb.BatchedMultiHeadAttention(D, H, T)
-        W_qkv, W_o = heads_weights(m)
-        with torch.no_grad():
-            b.qkv.weight.copy_(W_qkv)
-            b.proj.weight.copy_(W_o)
-            x = t('mha0.x')
-            return {'heads': m(x), 'batched': b(x), 'W_qkv': W_qkv, 'W_o': W_o}
-    run('copy', copy)
-
-    for i, (d, _, _, _, eps, _) in enumerate(LN_CASES):
-        def ln_case(i=i, d=d, eps=eps):
-            ln = nb.LayerNorm(d, eps=eps)
-            x = t(f'ln{i}.x')
-            with torch.no_grad():
-                rec_ = {'fresh_w': ln.weight.clone(), 'fresh_b': ln.bias.clone(), 'out0': ln(x)}
-                ln.load_state_dict({'weight': t(f'ln{i}.w'), 'bias': t(f'ln{i}.b')})
-                rec_['out'] = ln(x)
-                if i == 0:
-                    rec_ |= {'shifted': ln(x + t('ln.shift')), 'scaled': ln(x * t('ln.scale'))}
-            if i == 0:  # the parameters, and the gradients the trained model will follow
-                rec_['params'] = ','.join(f'{n}{tuple(p.shape)}' for n, p in sorted(ln.named_parameters()))
-                xg = x.clone().requires_grad_(True)
-                (ln(xg) * t('ln.g')).sum().backward()
-                rec_ |= {'grad_x': xg.grad, 'grad_w': ln.weight.grad, 'grad_b': ln.bias.grad}
-            return rec_
-        run(f'ln{i}', ln_case)
-
-    for dd in FF_DIMS:
-        def ff_case(dd=dd):
-            torch.manual_seed(230 + dd)
-            f = nb.FeedForward(dd)
-            with torch.no_grad():
-                return {'out': f(t(f'ff{dd}.x')), 'n_params': sum(p.numel() for p in f.parameters())} | linears(f)
-        run(f'ff{dd}', ff_case)
 
     class TorchAttention(nn.Module):  # causal nn.MultiheadAttention, bias-free: the stand-in for MultiHeadAttention
         def __init__(self, d, n_head, block_size):
@@ -191,8 +129,155 @@ def probe(nb, inp, run, *, MHA_CASES, LN_CASES, FF_DIMS, D, H, T, DEEP, BLOCK_SI
                     self.ffwd[i].weight.copy_(get(k + 'w'))
                     self.ffwd[i].bias.copy_(get(k + 'b'))
 
+    return StandIns(d, n_head, block_size, w, prefix, layer)
+
+
+PROBE_HELPERS = (independence, pytorch_parts)
+
+
+@records
+def multi_head_attention_on_the_cases(nb, inp, run, *, MHA_CASES):
+    """MultiHeadAttention on each of MHA_CASES (seed 200 + i) with the grader's weights loaded head by head: its output
+    and whether its heads are distinct objects, as 'mha<i>'; then what MultiHeadAttention(32, 4, 8) holds (an
+    nn.ModuleList of heads, their sizes, proj's bias, its parameters) and BatchedMultiHeadAttention(32, 4, 8)'s number
+    of parameters, as 'structure'."""
+    import torch
+    import torch.nn as nn
+
+    t = inp.tensor
+    for i, (d, h, t_max, _, _, dtype, _) in enumerate(MHA_CASES):
+        def mha_case(i=i, d=d, h=h, t_max=t_max, dtype=dtype):
+            torch.manual_seed(200 + i)
+            m = nb.MultiHeadAttention(d, h, t_max).to(getattr(torch, dtype))
+            W_q, W_k, W_v = t(f'mha{i}.W_qkv').chunk(3)
+            with torch.no_grad():
+                for j, head in enumerate(m.heads):  # the grader's weights, head by head, as the test cell loads them
+                    hs = head.key.out_features
+                    for name, W in (('query', W_q), ('key', W_k), ('value', W_v)):
+                        getattr(head, name).weight.copy_(W[j * hs:(j + 1) * hs])
+                m.proj.weight.copy_(t(f'mha{i}.W_o'))
+                out = m(t(f'mha{i}.x'))
+            return {'out': out, 'distinct': len({id(head) for head in m.heads}) == len(m.heads)}
+        run(f'mha{i}', mha_case)
+
+    def structure():
+        m = nb.MultiHeadAttention(32, 4, 8)
+        return {'modulelist': isinstance(m.heads, nn.ModuleList), 'n_heads': len(m.heads),
+                'head_sizes': [h.key.out_features for h in m.heads], 'proj_bias': m.proj.bias is not None,
+                'n_params': sum(p.numel() for p in m.parameters()),
+                'batched_n_params': sum(p.numel() for p in nb.BatchedMultiHeadAttention(32, 4, 8).parameters())}
+    run('structure', structure)
+
+
+@records
+def batched_attention_on_the_cases(nb, inp, run, *, MHA_CASES):
+    """BatchedMultiHeadAttention on each of MHA_CASES (seed 210 + i, its own weights): its output and the weights it
+    used (qkv, proj), as 'batched<i>'."""
+    import torch
+
+    t = inp.tensor
+    for i, (d, h, t_max, _, _, dtype, _) in enumerate(MHA_CASES):
+        def batched_case(i=i, d=d, h=h, t_max=t_max, dtype=dtype):
+            torch.manual_seed(210 + i)
+            m = nb.BatchedMultiHeadAttention(d, h, t_max).to(getattr(torch, dtype))
+            with torch.no_grad():
+                out = m(t(f'mha{i}.x'))
+            return {'out': out, 'W_qkv': m.qkv.weight, 'W_o': m.proj.weight}
+        run(f'batched{i}', batched_case)
+
+
+@records
+def the_two_ways_after_copy(nb, inp, run, *, D, H, T):
+    """A MultiHeadAttention (seed 220) and a BatchedMultiHeadAttention given its heads' weights: both outputs on the
+    first case's x and the weights copied, as 'copy'."""
+    import torch
+
+    t = inp.tensor
+
+    def heads_weights(m):
+        W = [torch.cat([getattr(h, n).weight for h in m.heads]) for n in ('query', 'key', 'value')]
+        return torch.cat(W), m.proj.weight
+
+    def copy():
+        torch.manual_seed(220)
+        m = nb.MultiHeadAttention(D, H, T)
+        b = nb.BatchedMultiHeadAttention(D, H, T)
+        W_qkv, W_o = heads_weights(m)
+        with torch.no_grad():
+            b.qkv.weight.copy_(W_qkv)
+            b.proj.weight.copy_(W_o)
+            x = t('mha0.x')
+            return {'heads': m(x), 'batched': b(x), 'W_qkv': W_qkv, 'W_o': W_o}
+    run('copy', copy)
+
+
+@records
+def layernorm_on_the_cases(nb, inp, run, *, LN_CASES, LN64):
+    """LayerNorm on each of LN_CASES: fresh (its weight, bias and output), then with the grader's weight and bias, as
+    'ln<i>'; for the first case also on shifted and scaled rows, its parameters and the gradients of a loss with
+    respect to x, weight and bias. Then LayerNorm in float64 on rows offset by LN64[1], as 'ln64'."""
+    import torch
+
+    t = inp.tensor
+    for i, (d, _, _, _, eps, _) in enumerate(LN_CASES):
+        def ln_case(i=i, d=d, eps=eps):
+            ln = nb.LayerNorm(d, eps=eps)
+            x = t(f'ln{i}.x')
+            with torch.no_grad():
+                rec_ = {'fresh_w': ln.weight.clone(), 'fresh_b': ln.bias.clone(), 'out0': ln(x)}
+                ln.load_state_dict({'weight': t(f'ln{i}.w'), 'bias': t(f'ln{i}.b')})
+                rec_['out'] = ln(x)
+                if i == 0:
+                    rec_ |= {'shifted': ln(x + t('ln.shift')), 'scaled': ln(x * t('ln.scale'))}
+            if i == 0:  # the parameters, and the gradients the trained model will follow
+                rec_['params'] = ','.join(f'{n}{tuple(p.shape)}' for n, p in sorted(ln.named_parameters()))
+                xg = x.clone().requires_grad_(True)
+                (ln(xg) * t('ln.g')).sum().backward()
+                rec_ |= {'grad_x': xg.grad, 'grad_w': ln.weight.grad, 'grad_b': ln.bias.grad}
+            return rec_
+        run(f'ln{i}', ln_case)
+
+    def ln64():
+        ln = nb.LayerNorm(LN64[0]).to(torch.float64)
+        with torch.no_grad():
+            ln.load_state_dict({'weight': t('ln64.w'), 'bias': t('ln64.b')})
+            return {'out': ln(t('ln64.x'))}
+    run('ln64', ln64)
+
+
+@records
+def feedforward_on_the_cases(nb, inp, run, *, FF_DIMS):
+    """FeedForward(d) for each d of FF_DIMS (seed 230 + d): its output, its number of parameters and each of its
+    nn.Linear maps' weight and bias, as 'ff<d>'."""
+    import torch
+    import torch.nn as nn
+
+    t = inp.tensor
+
+    def linears(m):
+        lin = [mod for mod in m.modules() if isinstance(mod, nn.Linear)]
+        return {f'lin{i}.{n}': getattr(mod, n) for i, mod in enumerate(lin) for n in ('weight', 'bias')
+                if getattr(mod, n) is not None} | {'n_linear': len(lin)}
+
+    for dd in FF_DIMS:
+        def ff_case(dd=dd):
+            torch.manual_seed(230 + dd)
+            f = nb.FeedForward(dd)
+            with torch.no_grad():
+                return {'out': f(t(f'ff{dd}.x')), 'n_params': sum(p.numel() for p in f.parameters())} | linears(f)
+        run(f'ff{dd}', ff_case)
+
+
+@records
+def block_with_pytorch_parts(nb, inp, run, *, D, H, T):
+    """Block's wiring, with PyTorch's parts and the grader's weights in place of the student's (pytorch_parts): with
+    both branches' last maps at zero (seed 240), as 'residual'; as it is (seed 241), on x and on x + 10, as 'block'."""
+    import torch
+
+    t = inp.tensor
+
     def with_stand_ins(blk):
-        parts = StandIns(D, H, T, t, 'sb')
+        parts = pytorch_parts(D, H, T, t, 'sb')
         blk.ln1, blk.attn, blk.ln2, blk.ffwd = parts.ln1, parts.attn, parts.ln2, parts.ffwd
         return blk
 
@@ -213,6 +298,31 @@ def probe(nb, inp, run, *, MHA_CASES, LN_CASES, FF_DIMS, D, H, T, DEEP, BLOCK_SI
             return {'out': blk(t('block.x')), 'offset': blk(t('block.x') + 10)}
     run('block', block_reference)
 
+
+@records
+def heads_and_layernorms_apart(nb, inp, run, *, D, H, T):
+    """The modules the contracts name separately: whether heads[0] and heads[1] of MultiHeadAttention(32, 4, 8) start
+    with the same query weights and are two (independence), as 'apart.heads'; whether Block's ln1 and ln2 are two, as
+    'apart.ln'; and Block(D, H, T)'s number of parameters."""
+    import torch
+
+    def apart():
+        m = nb.MultiHeadAttention(32, 4, 8)
+        out = {'heads.same_init': bool(torch.equal(m.heads[0].query.weight, m.heads[1].query.weight))}
+        out |= {f'heads.{k}': v for k, v in independence(m.heads[0], m.heads[1]).items()}
+        blk = nb.Block(D, H, T)
+        return out | {f'ln.{k}': v for k, v in independence(blk.ln1, blk.ln2).items()} | {
+            'block_n_params': sum(p.numel() for p in blk.parameters())}
+    run('apart', apart)
+
+
+@records
+def block_causality_by_perturbation(nb, inp, run, *, D, H, T):
+    """A Block (seed 242) on x and on each copy with position j replaced: 'pert.base' and 'pert.out<j>'."""
+    import torch
+
+    t = inp.tensor
+
     def perturbed():
         torch.manual_seed(242)
         blk = nb.Block(D, H, T)
@@ -220,18 +330,41 @@ def probe(nb, inp, run, *, MHA_CASES, LN_CASES, FF_DIMS, D, H, T, DEEP, BLOCK_SI
             return {f'out{j}': blk(t(f'pert{j}.x')) for j in range(T)} | {'base': blk(t('block.x'))}
     run('pert', perturbed)
 
+
+@records
+def input_grad_norms_of_deep_stacks(nb, inp, run, *, DEEP):
+    """input_grad_norms on a stack of DEEP[0] blocks of PyTorch's parts with the grader's weights (pytorch_parts, seed
+    250), with and without residuals and LayerNorm: 'deep.<residual><norm>'."""
+    import torch
+
+    t = inp.tensor
+
     def deep():
         n_layer, dd, hh, tt = DEEP
         torch.manual_seed(250)
-        blocks = [StandIns(dd, hh, tt, t, 'deep', layer) for layer in range(n_layer)]  # PyTorch's parts, the grader's weights
+        blocks = [pytorch_parts(dd, hh, tt, t, 'deep', layer) for layer in range(n_layer)]  # the grader's weights
         x, g = t('deep.x'), t('deep.g')
         return {f'{int(r)}{int(n)}': nb.input_grad_norms(blocks, x, g, r, n) for r in (True, False) for n in (True, False)}
     run('deep', deep)
 
+
+@records
+def parameter_counts(nb, inp, run, *, BLOCK_SIZES, GPT_SIZES):
+    """block_params for each d of BLOCK_SIZES and gpt_params for each of GPT_SIZES, with and without attention biases
+    (and tied or not): 'block_params.<d>_<bias>', 'gpt_params.<i>_<bias>_<tied>'."""
     run('block_params', lambda: {f'{dd}_{int(ab)}': nb.block_params(dd, attn_bias=ab) for dd in BLOCK_SIZES
                                  for ab in (False, True)})
     run('gpt_params', lambda: {f'{i}_{int(ab)}_{int(tied)}': nb.gpt_params(*size, attn_bias=ab, tied=tied)
                                for i, size in enumerate(GPT_SIZES) for ab in (False, True) for tied in (False, True)})
+
+
+@records
+def rank_report_on_the_cases(nb, inp, run, *, RANK_CASES):
+    """rank_report of a MultiHeadAttention (seed 260 + i, made degenerate as the case says) for each of RANK_CASES: the
+    ranks of each head's scores and output map and of the layer's map, as 'rank.<i>'."""
+    import torch
+
+    t = inp.tensor
 
     def ranks():
         out = {}
@@ -245,10 +378,19 @@ def probe(nb, inp, run, *, MHA_CASES, LN_CASES, FF_DIMS, D, H, T, DEEP, BLOCK_SI
                         m.proj.weight[:, j * hs:(j + 1) * hs] = m.proj.weight[:, :hs]
                 if degenerate == 'dead_head':
                     m.heads[0].value.weight.zero_()
+                if degenerate == 'thin_slice':
+                    m.proj.weight[:, hs:hs + hs // 2] = 0
             r = nb.rank_report(m, t(f'rank{i}.x'))
             out |= {f'{i}.scores': list(r['scores']), f'{i}.head_maps': list(r['head_maps']), f'{i}.layer_map': r['layer_map']}
         return out
     run('rank', ranks)
+
+
+@records
+def loglog_slope_on_the_cases(nb, inp, run):
+    """loglog_slope on exact power laws (each value and whether it is a Python float), on scattered points as lists and
+    as 1-D tensors: 'slope.power<i>', 'slope.lsq', 'slope.tensors'."""
+    t = inp.tensor
 
     def slopes():
         xs = [float(v) for v in inp['slope.xs']]
@@ -305,6 +447,11 @@ def mha_has_h_bias_free_heads_and_projection(inp, rec):
     want = {'modulelist': True, 'n_heads': 4, 'head_sizes': [8] * 4, 'proj_bias': False, 'n_params': 4096}
     assert s == want, (f'MultiHeadAttention(32, 4, 8): expected {want}, got {s}; 4 heads of size d // n_head in an '
                        'nn.ModuleList, each its own Head (not one Head repeated), and proj without bias')
+    expect_independent({k: rec[f'apart.heads.{k}'] for k in ('distinct', 'shared', 'followed')},
+                       'heads[0] and heads[1] of MultiHeadAttention(32, 4, 8)', 'make n_head Heads, each with its own maps')
+    assert not bool(rec['apart.heads.same_init']), (
+        'MultiHeadAttention(32, 4, 8): heads[0] and heads[1] start with the same query weights, so they would compute the '
+        'same thing and get the same gradients for ever; make each Head fresh (its own random initialisation), not a copy')
 
 
 @claim
@@ -336,6 +483,7 @@ def layernorm_matches_torch(inp, rec):
             f'case {i}: a fresh LayerNorm differs from F.layer_norm')
         assert torch.equal(rec.tensor(f'ln{i}.fresh_w'), torch.ones(d)), f'case {i}: a fresh weight is not ones'
         assert torch.equal(rec.tensor(f'ln{i}.fresh_b'), torch.zeros(d)), f'case {i}: a fresh bias is not zeros'
+    ln_computes_in_float64(inp, rec)
     params = rec.text('ln0.params')
     assert params == f'bias({D},),weight({D},)', f'LayerNorm({D}) has the parameters {params}, expected weight and bias ({D},)'
     xg = inp.tensor('ln0.x').requires_grad_(True)
@@ -416,6 +564,7 @@ def block_is_pre_norm(inp, rec):
     gap = (rec.tensor('block.out') - block_ref(inp, inp.tensor('block.x'))).abs().max()
     assert gap < 1e-4, (f'Block(x) differs from h + ffwd(ln2(h)), h = x + attn(ln1(x)), by {gap:.3g} (PyTorch\'s parts in '
                         'your Block); is ln1 on the first branch and ln2 on the second, reading h?')
+    block_has_two_layernorms(inp, rec)
 
 
 @claim
@@ -509,8 +658,10 @@ def ranks_low_per_head_full_for_the_layer(inp, rec):
     for i, (dd, hh, tt, degenerate) in enumerate(RANK_CASES):
         got = {k: rec.tensor(f'rank.{i}.{k}').tolist() for k in ('scores', 'head_maps', 'layer_map')}
         hs = dd // hh
-        want = {'scores': [min(hs, tt)] * hh, 'head_maps': [0 if degenerate == 'dead_head' and j == 0 else hs for j in range(hh)],
-                'layer_map': {'shared_proj': hs, 'dead_head': dd - hs}.get(degenerate, dd)}
+        want = {'scores': [min(hs, tt)] * hh, 'head_maps': [0 if degenerate == 'dead_head' and j == 0 else
+                                                            hs // 2 if degenerate == 'thin_slice' and j == 1 else hs
+                                                            for j in range(hh)],
+                'layer_map': {'shared_proj': hs, 'dead_head': dd - hs, 'thin_slice': dd - hs // 2}.get(degenerate, dd)}
         assert got == want, (f'd={dd}, {hh} heads, T={tt}{", " + degenerate if degenerate else ""}: expected {want}, got '
                              f'{got}; the layer map is the rank of the summed matrix sum_i W_V^i W_O^i, not a sum of ranks')
 
@@ -532,3 +683,22 @@ def loglog_slope_is_least_squares(inp, rec):
         got = float(rec.tensor(f'slope.{key}'))
         assert abs(got - want) < 1e-5, (f'on 7 scattered points ({key}) the least-squares slope is {want:.6f}; got {got:.6g}: '
                                         'fit every point, not the two ends')
+
+
+def ln_computes_in_float64(inp, rec):
+    """LayerNorm(d).to(torch.float64) on float64 rows offset by LN64[1]: float64 out, equal to F.layer_norm to float64
+    rounding (a LayerNorm that normalises in float32 and casts back loses about 1e-6 of each row here)."""
+    out, ref = rec.tensor('ln64.out'), F.layer_norm(inp.tensor('ln64.x'), (LN64[0],), inp.tensor('ln64.w'), inp.tensor('ln64.b'))
+    cause = 'compute in the dtype of x, as the contract says: no .float() inside, no float32 constant'
+    expect_dtype(out, 'float64', 'LayerNorm on a float64 x (the module in float64)', cause)
+    gap = relative_gap(out, ref, 'LayerNorm on a float64 x')
+    assert gap < 1e-12, f'LayerNorm on float64 rows: relative difference {gap:.3g} from F.layer_norm (allowed 1e-12); {cause}'
+
+
+def block_has_two_layernorms(inp, rec):
+    """Block(D, H, T) holds the parameters its parts do (12 d^2 + 13 d), and ln1 and ln2 are two LayerNorms: moving
+    one's parameters leaves the other's alone."""
+    cause = 'make ln1 and ln2 two LayerNorm(d) objects: one registered under both names is one set of weights'
+    expect_independent({k: rec[f'apart.ln.{k}'] for k in ('distinct', 'shared', 'followed')}, 'Block\'s ln1 and ln2', cause)
+    n, want = int(rec['apart.block_n_params']), true_block_params(D, False)
+    assert n == want, f'Block({D}, {H}, {T}) has {n:,} parameters, expected {want:,} (12 d^2 + 13 d); {cause}'

@@ -1,5 +1,6 @@
-"""Step 6's bank (get_batch, sampling, the GPT, its initialisation and generate, its training step and loss estimates):
-realistic mistakes, each with the test cells meant to catch it, and correct alternatives (course.authoring.demo.Variant)."""
+"""Step 6's bank (get_batch, sampling, the GPT, its initialisation and generate, the gradient of the loss by hand, its
+training step and loss estimates): realistic mistakes, each with the test cells meant to catch it, and correct
+alternatives (course.authoring.demo.Variant)."""
 
 from course.authoring.demo import Variant
 
@@ -35,32 +36,15 @@ STEP_BODY = """    _, loss = model(x, y)
     optimizer.step()
     return loss.item()"""
 MEAN = 'out[split] = sum(losses) / len(losses)'
-KV_SCORES = 'scores = (q @ k.transpose(1, 2)) / math.sqrt(k.shape[-1])  # (B,n,hs) @ (B,hs,P+n) -> (B,n,P+n)'
-KV_MASK = 'mask = torch.ones(n, T, dtype=torch.bool, device=x.device).tril(diagonal=T - n)'
-KV_CAT_K = 'k = torch.cat([past[0], k], dim=1)'
-KV_CAT_V = 'v = torch.cat([past[1], v], dim=1)'
-KV_RETURN = 'return A @ v, (k, v)'
-KV_POS = 'pos = model.position_embedding_table(torch.arange(P, P + n, device=idx.device))'
-ROWS = 'i = torch.arange(offset, T)'
-PG_PARAMS = 'params = list(model.parameters())'
-PG_SPLIT = '''    decay = [p for p in params if p.dim() >= 2]  # (out,in) weights, (V,d) and (block_size,d) tables
-    no_decay = [p for p in params if p.dim() < 2]  # (d,) biases, LayerNorm gains and shifts
-'''
-PG_RETURN = "return [{'params': decay, 'weight_decay': weight_decay}, {'params': no_decay, 'weight_decay': 0.0}]"
-LR_WARM = 'return max_lr * (it + 1) / warmup'
-LR_FLOOR = '    if it > max_iters:\n        return min_lr\n'
-LR_PROGRESS = 'progress = (it - warmup) / (max_iters - warmup)'
-LR_COS = 'return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)'
-
-DECAY = ('param_groups_decay_matrices_and_embeddings_only',)
-ONCE = ('param_groups_hold_each_parameter_once',)
-WARMUP = ('lr_at_warms_up_linearly',)
-COSINE = ('lr_at_decays_by_cosine_to_min_lr',)
 GPT_REF = ('gpt_loss_matches_cross_entropy', 'trained_checkpoint_runs_in_your_gpt')
-TRAINED = ('trained_checkpoint_runs_in_your_gpt', 'a_previous_character_head_exists')
+TRAINED = ('trained_checkpoint_runs_in_your_gpt',)
 SAMPLING = ('sample_matches_softmax_over_tau',)
 GREEDY = ('gpt_generate_crops_context', 'gpt_generate_reads_the_last_position')
 INIT = ('gpt_initial_weights',)
+CEG_SOFTMAX = 'p = F.softmax(logits, dim=-1)  # (N,V): each row\'s predicted distribution'
+CEG_ONEHOT = 'onehot = F.one_hot(targets, V_).to(logits.dtype)  # (N,V): 1 at each row\'s target'
+CEG_RETURN = 'return (p - onehot) / N  # (N,V): d(mean loss)/d(logits)'
+CEG = ('cross_entropy_grad_matches_autograd',)
 
 MUTANTS = [
     # get_batch: each mistake costs get_batch's own tests only (the other tests build their batches without it)
@@ -147,59 +131,15 @@ MUTANTS = [
             ('gpt_generate_samples_with_sample_next',)),
     Variant('generate_passes_top_k_as_temperature', cell('gpt', (NEXT, 'idx_next = sample_next(logits[:, -1, :], top_k, temperature)')),
             ('gpt_generate_samples_with_sample_next',)),
-    # head_step and forward_cached (the KV cache): generate_cached is given, so its test catches them all as well
-    Variant('kv_scores_not_scaled', cell('head_step', (KV_SCORES, 'scores = q @ k.transpose(-2, -1)  # (B,n,P+n)')),
-            ('head_step_matches_the_full_head', 'forward_cached_matches_forward')),
-    Variant('kv_mask_counts_from_the_new_positions',  # row i sees j <= i: right for the prompt, wrong once P > 0
-            cell('head_step', (KV_MASK, 'mask = torch.ones(n, T, dtype=torch.bool, device=x.device).tril()')),
-            ('head_step_matches_the_full_head', 'forward_cached_matches_forward')),
-    Variant('kv_no_mask', cell('head_step', ("    scores = scores.masked_fill(~mask, float('-inf'))  # (B,n,P+n)\n", '')),
-            ('head_step_matches_the_full_head', 'forward_cached_matches_forward')),
-    Variant('kv_new_keys_before_the_past', cell('head_step', (KV_CAT_K, 'k = torch.cat([k, past[0]], dim=1)'),
-                                                (KV_CAT_V, 'v = torch.cat([v, past[1]], dim=1)')),
-            ('head_step_appends_to_the_cache',)),
-    Variant('kv_returns_only_the_new_keys_and_values',
-            cell('head_step', (KV_RETURN, 'return A @ v, (head.key(x), head.value(x))')),
-            ('head_step_appends_to_the_cache', 'forward_cached_matches_forward')),
-    Variant('kv_keys_and_values_swapped_in_the_cache', cell('head_step', (KV_RETURN, 'return A @ v, (v, k)')),
-            ('head_step_appends_to_the_cache', 'forward_cached_matches_forward')),
-    Variant('kv_queries_cached_instead_of_keys',
-            cell('head_step', ('k, v = head.key(x), head.value(x)', 'k, v = head.query(x), head.value(x)')),
-            ('head_step_matches_the_full_head', 'head_step_appends_to_the_cache')),
-    Variant('kv_positions_from_zero_every_call',
-            cell('forward_cached', (KV_POS, 'pos = model.position_embedding_table(torch.arange(n, device=idx.device))')),
-            ('forward_cached_matches_forward', 'generate_cached_gives_the_same_tokens')),
-    Variant('kv_heads_read_x_not_ln1',
-            cell('forward_cached', ('head_step(head, h, cache.get((l, i)))', 'head_step(head, x, cache.get((l, i)))')),
-            ('forward_cached_matches_forward', 'forward_cached_fills_the_cache')),
-    Variant('kv_attention_without_residual',
-            cell('forward_cached', ('x = x + block.attn.proj(torch.cat(outs, dim=-1))', 'x = block.attn.proj(torch.cat(outs, dim=-1))')),
-            ('forward_cached_matches_forward',)),
-    Variant('kv_ffwd_without_ln2', cell('forward_cached', ('x = x + block.ffwd(block.ln2(x))', 'x = x + block.ffwd(x)')),
-            ('forward_cached_matches_forward',)),
-    Variant('kv_no_final_layernorm', cell('forward_cached', ('return model.lm_head(model.ln_f(x))', 'return model.lm_head(x)')),
-            ('forward_cached_matches_forward',)),
-    Variant('kv_cache_keyed_by_head_only',  # the layers overwrite one another's keys and values
-            cell('forward_cached', ('out, cache[(l, i)] = head_step(head, h, cache.get((l, i)))',
-                                    'out, cache[i] = head_step(head, h, cache.get(i))'),
-                 ('P = cache[(0, 0)][0].shape[1] if cache else 0', 'P = cache[0][0].shape[1] if cache else 0')),
-            ('forward_cached_matches_forward', 'forward_cached_fills_the_cache')),
-    Variant('kv_generate_never_falls_back',  # past block_size the cache would need position rows the table lacks
-            cell('generate_cached', ('        if idx.shape[1] > model.block_size:', '        if False:')),
-            ('generate_cached_gives_the_same_tokens',)),
-    Variant('kv_generate_skips_the_prompt',  # the first step reads only the prompt's last character, at position 0
-            cell('generate_cached', ('logits = forward_cached(model, idx, cache)  # (B,T0,V)',
-                                     'logits = forward_cached(model, idx[:, -1:], cache)  # (B,1,V)')),
-            ('generate_cached_gives_the_same_tokens',)),
     # train_step: judged on Step 2's bigram model, so GPT bugs cannot reach it
     Variant('zero_grad_forgotten', cell('train_step', ('    optimizer.zero_grad(set_to_none=True)\n', '')),
             ('train_step_clears_old_gradients',)),
     Variant('zero_grad_between_backward_and_step',
             cell('train_step', (STEP_BODY, '    _, loss = model(x, y)\n    loss.backward()\n    optimizer.zero_grad()\n'
                                            '    optimizer.step()\n    return loss.item()')),
-            ('train_step_lowers_the_loss', 'overfit_one_batch_near_zero')),
+            ('train_step_lowers_the_loss', 'overfit_one_batch_near_zero', 'my_gpt_learns')),
     Variant('optimizer_step_forgotten', cell('train_step', ('    optimizer.step()\n', '')),
-            ('train_step_lowers_the_loss', 'overfit_one_batch_near_zero')),
+            ('train_step_lowers_the_loss', 'overfit_one_batch_near_zero', 'my_gpt_learns')),
     Variant('returns_the_loss_tensor', cell('train_step', ('return loss.item()', 'return loss')), ('train_step_lowers_the_loss',)),
     Variant('returns_the_loss_after_the_step',
             cell('train_step', ('    return loss.item()', '    with torch.no_grad():\n        return model(x, y)[1].item()')),
@@ -229,42 +169,62 @@ MUTANTS = [
             ('estimate_loss_averages_fixed_held_out_batches',)),
     Variant('estimate_keeps_the_last_batch_only', cell('estimate_loss', (MEAN, 'out[split] = losses[-1]')),
             ('estimate_loss_averages_fixed_held_out_batches',)),
-    # param_groups: judged on a stand-in model with every kind of parameter and a tied weight
-    Variant('decay_chosen_by_name', cell('param_groups', (PG_SPLIT, '''    named = list(model.named_parameters())
-    decay = [p for n, p in named if n.endswith('weight')]  # LayerNorm gains are called weight too
-    no_decay = [p for n, p in named if not n.endswith('weight')]
-''')), DECAY),
-    Variant('decay_inverted', cell('param_groups', (PG_SPLIT, '''    decay = [p for p in params if p.dim() < 2]
-    no_decay = [p for p in params if p.dim() >= 2]
-''')), DECAY),
-    Variant('only_linear_weights_decayed', cell('param_groups', (PG_SPLIT, '''    decay = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]  # embeddings left out
-    no_decay = [p for p in params if all(p is not q for q in decay)]
-''')), DECAY),
-    Variant('no_decay_group_gets_adamw_default', cell('param_groups', (PG_RETURN, "return [{'params': decay, 'weight_decay': weight_decay}, {'params': no_decay}]")),
-            DECAY),
-    Variant('both_groups_decayed',
-            cell('param_groups', (PG_RETURN, "return [{'params': decay, 'weight_decay': weight_decay}, {'params': no_decay, 'weight_decay': weight_decay}]")),
-            DECAY),
-    Variant('no_decay_group_left_out', cell('param_groups', (PG_RETURN, "return [{'params': decay, 'weight_decay': weight_decay}]")), ONCE),
-    Variant('tied_weight_listed_twice',
-            cell('param_groups', (PG_PARAMS, 'params = [p for m in model.modules() for p in m.parameters(recurse=False)]')), ONCE),
-    # lr_at
-    Variant('warmup_starts_at_zero', cell('lr_at', (LR_WARM, 'return max_lr * it / warmup')), WARMUP),
-    Variant('warmup_one_step_too_long', cell('lr_at', ('if it < warmup:', 'if it <= warmup:')), COSINE),
-    Variant('cosine_over_the_whole_run', cell('lr_at', (LR_PROGRESS, 'progress = it / max_iters')), COSINE),
-    Variant('cosine_without_the_half', cell('lr_at', (LR_COS, 'return min_lr + (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)')),
-            COSINE),
-    Variant('cosine_decays_to_zero', cell('lr_at', (LR_COS, 'return 0.5 * (1 + math.cos(math.pi * progress)) * max_lr')), COSINE),
-    Variant('linear_decay_not_cosine', cell('lr_at', (LR_COS, 'return max_lr - progress * (max_lr - min_lr)')), COSINE),
-    Variant('no_floor_after_max_iters', cell('lr_at', (LR_FLOOR, '')), COSINE),
-    Variant('schedule_returns_a_tensor',
-            cell('lr_at', (LR_COS, 'return min_lr + 0.5 * (1 + torch.cos(torch.tensor(math.pi * progress))) * (max_lr - min_lr)')),
-            COSINE),
-    # weight_at_offset
-    Variant('offset_rows_wrap_around', cell('weight_at_offset', (ROWS, 'i = torch.arange(0, T)')),
-            ('weight_at_offset_on_hand_made_maps', 'a_previous_character_head_exists')),
-    Variant('offset_read_above_the_diagonal', cell('weight_at_offset', ('return A[..., i, i - offset]', 'return A[..., i - offset, i]')),
-            ('weight_at_offset_on_hand_made_maps', 'a_previous_character_head_exists')),
+    # cross_entropy_grad: the gradient by hand, judged against autograd
+    Variant('ceg_not_averaged_over_rows', cell('cross_entropy_grad', (CEG_RETURN, 'return p - onehot  # (N,V)')), CEG),
+    Variant('ceg_sign_flipped', cell('cross_entropy_grad', (CEG_RETURN, 'return (onehot - p) / N  # (N,V)')),
+            CEG + ('cross_entropy_grad_rows_sum_to_zero',)),
+    Variant('ceg_target_not_subtracted', cell('cross_entropy_grad', (CEG_RETURN, 'return p / N  # (N,V)')),
+            CEG + ('cross_entropy_grad_rows_sum_to_zero',)),
+    Variant('ceg_softmax_over_the_rows', cell('cross_entropy_grad', (CEG_SOFTMAX, 'p = F.softmax(logits, dim=0)  # (N,V)')),
+            CEG + ('cross_entropy_grad_rows_sum_to_zero',)),
+    Variant('ceg_log_probabilities_for_probabilities',
+            cell('cross_entropy_grad', (CEG_SOFTMAX, 'p = F.log_softmax(logits, dim=-1)  # (N,V)')),
+            CEG + ('cross_entropy_grad_rows_sum_to_zero',)),
+    Variant('ceg_divided_by_every_entry', cell('cross_entropy_grad', (CEG_RETURN, 'return (p - onehot) / logits.numel()  # (N,V)')),
+            CEG),
+    Variant('ceg_targets_taken_as_rows',
+            cell('cross_entropy_grad', (CEG_ONEHOT, 'onehot = torch.zeros_like(logits)\n    onehot[targets] = 1.0  # (N,V)')),
+            CEG + ('cross_entropy_grad_rows_sum_to_zero',)),
+    Variant('ceg_exp_without_normalising', cell('cross_entropy_grad', (CEG_SOFTMAX, 'p = logits.exp()  # (N,V)')),
+            CEG + ('cross_entropy_grad_rows_sum_to_zero',)),
+    # the checks by kind (issue 52): each mistake below keeps the size, shape and spread the older tests read
+    # a sampler's law: right on most rows, wrong where the model is confident or a probability is small
+    Variant('sample_next_greedy_when_confident',
+            cell('sample_next', (SOFTMAX, SOFTMAX + '\n    sure = probs.max(dim=-1, keepdim=True).values > 0.9  # (B,1)\n'
+                                          '    probs = torch.where(sure, F.one_hot(probs.argmax(-1), probs.shape[-1]).to(probs.dtype), probs)')),
+            SAMPLING),
+    Variant('sample_next_drops_unlikely_characters',
+            cell('sample_next', (SOFTMAX, SOFTMAX + '\n    probs = probs.masked_fill(probs < 0.005, 0.0)  # (B,V): no rare junk')),
+            SAMPLING),
+    Variant('generate_greedy_when_confident',
+            cell('gpt', (NEXT, NEXT + '\n            sure = F.softmax(logits[:, -1, :], dim=-1).max(-1, keepdim=True).values > 0.9\n'
+                               '            idx_next = torch.where(sure, logits[:, -1, :].argmax(-1, keepdim=True), idx_next)')),
+            ('gpt_generate_samples_with_sample_next',)),
+    Variant('generate_redraws_a_repeated_character',
+            cell('gpt', (NEXT, NEXT + '\n            again = sample_next(logits[:, -1, :], temperature, top_k)\n'
+                               '            idx_next = torch.where(idx_next == idx[:, -1:], again, idx_next)')),
+            ('gpt_generate_samples_with_sample_next',)),
+    # distinct modules: one Block object for every layer; the head tied to the embedding the contract keeps apart
+    Variant('one_block_repeated_n_layer_times',
+            cell('gpt', ('nn.Sequential(*[Block(d, n_head, block_size) for _ in range(n_layer)])',
+                         'nn.Sequential(*[Block(d, n_head, block_size)] * n_layer)')),
+            ('gpt_shapes_and_modules', 'trained_checkpoint_runs_in_your_gpt')),
+    Variant('lm_head_tied_to_the_token_embedding',
+            cell('gpt', (LM_HEAD, LM_HEAD + '\n        self.lm_head.weight = self.token_embedding_table.weight')),
+            ('gpt_shapes_and_modules', 'trained_checkpoint_runs_in_your_gpt')),
+    # the initialisation's law: the right spread, another distribution
+    Variant('init_normal_truncated_at_two_std',
+            cell('gpt', (INIT_DRAW, 'nn.init.trunc_normal_(module.weight, mean=0.0, std=0.02, a=-0.04, b=0.04)')), INIT),
+    Variant('init_uniform_of_the_same_std',
+            cell('gpt', (INIT_DRAW, 'nn.init.uniform_(module.weight, -0.02 * 3 ** 0.5, 0.02 * 3 ** 0.5)')), INIT),
+    # a dtype the contract states: float64 logits computed in float32
+    Variant('ceg_softmax_in_float32',
+            cell('cross_entropy_grad', (CEG_SOFTMAX, 'p = F.softmax(logits.float(), dim=-1).to(logits.dtype)  # (N,V)')), CEG),
+    # a training step's contract: the optimizer as given, one step per call
+    Variant('train_step_decays_the_learning_rate',
+            cell('train_step', ('    optimizer.step()\n', '    optimizer.step()\n    for group in optimizer.param_groups:\n'
+                                                        "        group['lr'] *= 0.99  # a gentle decay\n")),
+            ('train_step_clears_old_gradients',)),
 ]
 
 ALTERNATIVES = [
@@ -308,33 +268,16 @@ ALTERNATIVES = [
     Variant('alt_generate_cat_of_sampled_ids', cell('gpt', ('idx = torch.cat([idx, idx_next], dim=1)', 'idx = torch.cat((idx, idx_next), -1)'))),
     Variant('alt_inference_mode', cell('estimate_loss', ('with torch.no_grad():', 'with torch.inference_mode():'))),
     Variant('alt_estimate_by_tensor_mean', cell('estimate_loss', (MEAN, 'out[split] = torch.tensor(losses, dtype=torch.float64).mean().item()'))),
-    Variant('alt_kv_mask_from_the_heads_tril',
-            cell('head_step', (KV_MASK, 'mask = head.tril[T - n:T, :T] == 1  # (n,P+n): the last n rows of the causal mask'))),
-    Variant('alt_kv_fused_attention',
-            cell('head_step', ("    scores = scores.masked_fill(~mask, float('-inf'))  # (B,n,P+n)\n"
-                               '    A = scores.softmax(dim=-1)  # (B,n,P+n), each row sums to 1\n'
-                               '    return A @ v, (k, v)',
-                               '    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), (k, v)'))),
-    Variant('alt_kv_positions_by_slicing_the_table',
-            cell('forward_cached', (KV_POS, 'pos = model.position_embedding_table.weight[P:P + n]  # (n,d)'))),
-    Variant('alt_kv_length_from_any_entry',
-            cell('forward_cached', ('P = cache[(0, 0)][0].shape[1] if cache else 0',
-                                    'P = next(iter(cache.values()))[1].size(1) if len(cache) else 0'))),
-    Variant('alt_groups_no_decay_first',
-            cell('param_groups', (PG_RETURN, "return [{'params': no_decay, 'weight_decay': 0.0}, {'params': decay, 'weight_decay': weight_decay}]"))),
-    Variant('alt_groups_by_ndim_and_ids',
-            cell('param_groups', (PG_SPLIT, '''    decay = [p for p in params if p.ndim > 1]
-    no_decay = [p for p in params if id(p) not in {id(q) for q in decay}]
-'''))),
-    Variant('alt_groups_from_named_parameters_that_require_grad',  # nanoGPT's way
-            cell('param_groups', (PG_PARAMS, 'params = [p for _, p in model.named_parameters() if p.requires_grad]'))),
-    Variant('alt_cosine_as_a_squared_cosine',
-            cell('lr_at', (LR_COS, 'return min_lr + math.cos(math.pi * progress / 2) ** 2 * (max_lr - min_lr)'))),
-    Variant('alt_progress_clamped_instead_of_a_floor',
-            cell('lr_at', (LR_FLOOR, ''), (LR_PROGRESS, 'progress = min(1.0, (it - warmup) / (max_iters - warmup))'))),
-    Variant('alt_warmup_as_a_fraction_first', cell('lr_at', (LR_WARM, 'return (it + 1) / warmup * max_lr'))),
-    Variant('alt_offset_by_diagonal',
-            cell('weight_at_offset', (ROWS + '  # (T-offset,) the rows that have a column i - offset\n'
-                                      '    return A[..., i, i - offset].mean().item()  # (..., T-offset) -> float',
-                                      'return torch.diagonal(A, offset=-offset, dim1=-2, dim2=-1).mean().item()'))),
+    Variant('alt_ceg_by_indexing',
+            cell('cross_entropy_grad', (CEG_ONEHOT + '\n    return (p - onehot) / N  # (N,V): d(mean loss)/d(logits)',
+                                        'g = p.clone()  # (N,V)\n    g[torch.arange(N), targets] -= 1.0\n    return g / N'))),
+    Variant('alt_ceg_by_scatter_and_exp',
+            cell('cross_entropy_grad', (CEG_SOFTMAX, 'e = (logits - logits.max(-1, keepdim=True).values).exp()\n'
+                                                     '    p = e / e.sum(-1, keepdim=True)  # (N,V)'),
+                 (CEG_ONEHOT, 'onehot = torch.zeros_like(logits).scatter_(1, targets[:, None], 1.0)  # (N,V)'))),
+    Variant('alt_sample_by_gumbel_max',  # argmax of log p + Gumbel noise: exactly a draw of p
+            cell('sample_next', (DRAW, 'gumbel = -torch.empty_like(probs).exponential_(generator=generator).log()  # (B,V)\n'
+                                       '    return (probs.log() + gumbel).argmax(dim=-1, keepdim=True)'))),
+    Variant('alt_init_by_randn', cell('gpt', (INIT_DRAW, 'module.weight.data = 0.02 * torch.randn_like(module.weight)'))),
+    Variant('alt_ceg_divided_first', cell('cross_entropy_grad', (CEG_RETURN, 'return p / N - onehot / N  # (N,V)'))),
 ]

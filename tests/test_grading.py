@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from conftest import can_sandbox
 from course import runner
 from course.authoring.demo import bank, sampled
 from course.layout import autograded_points, notebooks, steps
@@ -172,10 +173,20 @@ def test_grades_are_those_of_plain_serial_nbgrader_autograde(graded, plain):
     assert 0 in scores and any(s > 0 for s in scores), f'the sample should hold lost and kept points: {plain}'
 
 
-def test_without_a_sandbox_make_grade_refuses_before_any_student_code_runs(tmp_path):
-    """On a machine without bubblewrap (here, a PATH without bwrap), grading a real class stops at once, with
-    one line saying how to get a sandbox, and nothing of the class ran: the submission's code, which would leave a file
-    in the course root, did not; no kernel, no worker, no results, no gradebook."""
+# Run where a read-only mount covers /proc/sys, as a container's does, made in a user and mount namespace (the outer
+# one here) and so locked in the inner one the command runs in: bwrap still runs there, but the kernel refuses the fresh
+# /proc every sandbox mounts.
+COVERED_PROC = ['unshare', '--user', '--map-root-user', '--mount', '--', 'sh', '-c',
+                'mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && '
+                'exec unshare --user --map-root-user --mount -- "$@"', 'covered']
+
+
+@pytest.mark.parametrize('machine', ['without bwrap', 'with /proc covered'])
+def test_without_a_sandbox_make_grade_refuses_before_any_student_code_runs(tmp_path, machine):
+    """On a machine without a working sandbox, grading a real class stops at once, with one line saying how to get one,
+    and nothing of the class ran: the submission's code, which would leave a file in the course root, did not; no kernel,
+    no worker, no results, no gradebook. Without bubblewrap (here, a PATH without bwrap), and where bwrap runs but cannot
+    mount the fresh /proc a kernel's sandbox needs (COVERED_PROC)."""
     import subprocess
     import sys
 
@@ -188,8 +199,14 @@ def test_without_a_sandbox_make_grade_refuses_before_any_student_code_runs(tmp_p
     nb.cells.insert(0, nbformat.v4.new_code_cell("open('../../../student-code-ran.txt', 'w').write('ran')"))
     (course / 'submitted' / 'alice' / step).mkdir(parents=True)
     nbformat.write(nb, course / 'submitted' / 'alice' / step / name)
-    env = {**runner.env(course), 'PATH': str(Path(sys.executable).parent)}  # this venv's commands, and no bwrap
-    done = subprocess.run([sys.executable, '-m', 'course.grader.grade'], cwd=course, env=env, capture_output=True, text=True)
+    if machine == 'without bwrap':
+        env, wrap = {**runner.env(course), 'PATH': str(Path(sys.executable).parent)}, []  # this venv's commands only
+    else:
+        if not can_sandbox() or subprocess.run([*COVERED_PROC, 'true'], capture_output=True).returncode:
+            pytest.skip('needs a working sandbox, and user namespaces to cover /proc/sys in')
+        env, wrap = runner.env(course), COVERED_PROC
+    done = subprocess.run([*wrap, sys.executable, '-m', 'course.grader.grade'], cwd=course, env=env, capture_output=True,
+                          text=True)
     errors = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode != 0 and len(errors) == 1, f'exit {done.returncode}; stderr:\n{done.stderr}{done.stdout}'
     assert 'apt-get install bubblewrap' in errors[0] and 'make system' in errors[0] and '--no-sandbox' in errors[0], errors

@@ -27,8 +27,9 @@ NAME = 'course-sandbox'  # the kernelspec name
 MARK = f'{NAME}.txt'  # in the folder kernel_config() makes
 PR_SET_CHILD_SUBREAPER = 36  # prctl option, linux/prctl.h
 # make grade fails closed: without a working sandbox it grades nothing, and says this (one line).
-UNAVAILABLE = ('error: no working sandbox here (bubblewrap missing, or it cannot create namespaces), so no student code '
-               'was run: install it (apt-get install bubblewrap, or make system as root), or pass --no-sandbox to grade '
+UNAVAILABLE = ('error: no working sandbox here (bubblewrap missing, or it cannot create namespaces or mount a fresh '
+               '/proc), so no student code was run: install it (apt-get install bubblewrap, or make system as root), grade '
+               'where /proc is not partly covered (a container\'s read-only /proc/sys), or pass --no-sandbox to grade '
                'trusted code unsandboxed')
 DEMO_UNSANDBOXED = ('note: no working sandbox here (apt-get install bubblewrap, or make system as root): the demo class, '
                     'generated from source/, is our own code and is graded WITHOUT a sandbox; make grade refuses a real '
@@ -36,10 +37,12 @@ DEMO_UNSANDBOXED = ('note: no working sandbox here (apt-get install bubblewrap, 
 
 
 def available():
-    """True if bwrap (and prlimit, setpriv) are installed and bwrap can build a sandbox on this machine."""
+    """True if bwrap (and prlimit, setpriv) are installed and bwrap can build a sandbox on this machine: its namespaces,
+    and the fresh /proc and /dev every kernel's sandbox mounts (bwrap_argv()), which the kernel refuses where a mount covers
+    part of the host's /proc, as a container's read-only /proc/sys does."""
     if not all(shutil.which(t) for t in ('bwrap', 'prlimit', 'setpriv')):
         return False
-    argv = [*namespaces(), '--ro-bind', '/', '/', 'true']
+    argv = [*namespaces(), '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true']
     return subprocess.run(argv, capture_output=True, timeout=30).returncode == 0
 
 

@@ -149,11 +149,9 @@ GPU_CLAIM = 'import torch; torch.cuda.is_available = lambda: True; torch.cuda.de
 
 
 @pytest.fixture(scope='session')
-def colab(tmp_path_factory):
-    """Kernels of Colab's runtime (course.authoring.colab: a virtualenv of colab-profile.txt, built on first use):
-    colab(gpu=False) is a jupyter_client KernelManager for a new kernel of it; gpu=True, one in which
-    torch.cuda.is_available() is True."""
-    from jupyter_client import KernelManager
+def colab_kernelspecs(tmp_path_factory):
+    """The kernelspecs of Colab's runtime (course.authoring.colab: a virtualenv of colab-profile.txt, built on first use),
+    'colab' and 'colab-gpu' (GPU_CLAIM): (their KernelSpecManager, the JUPYTER_PATH folder that holds them)."""
     from jupyter_client.kernelspec import KernelSpecManager
 
     from course.authoring import colab as profile
@@ -162,13 +160,28 @@ def colab(tmp_path_factory):
     folder = tmp_path_factory.mktemp('colab-kernels')
     profile.kernelspec(python, folder, 'colab')
     profile.kernelspec(python, folder, 'colab-gpu', exec_lines=[GPU_CLAIM])
-    specs = KernelSpecManager(kernel_dirs=[str(folder / 'kernels')])
+    return KernelSpecManager(kernel_dirs=[str(folder / 'kernels')]), folder
+
+
+@pytest.fixture
+def colab(colab_kernelspecs):
+    """Kernels of Colab's runtime: colab(gpu=False) is a jupyter_client KernelManager for a new kernel of it; gpu=True,
+    one in which torch.cuda.is_available() is True. Every kernel they started is shut down when the test ends (nbclient
+    leaves running a kernel it did not create: each would hold its memory to the session's end)."""
+    from jupyter_client import KernelManager
+
+    specs, folder = colab_kernelspecs
+    made = []
 
     def kernel(gpu=False):
-        return KernelManager(kernel_name='colab-gpu' if gpu else 'colab', kernel_spec_manager=specs)
+        made.append(KernelManager(kernel_name='colab-gpu' if gpu else 'colab', kernel_spec_manager=specs))
+        return made[-1]
 
     kernel.jupyter_path = folder  # JUPYTER_PATH for a tool that finds kernels by name (nbval's --nbval-kernel-name)
-    return kernel
+    yield kernel
+    for km in made:
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
 
 
 # tests/hub/ (make test-hub) starts PostgreSQL and a JupyterHub and creates Unix users: plain make test leaves it out;

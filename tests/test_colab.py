@@ -35,13 +35,8 @@ def run_data_cell(folder, name, url, monkeypatch, colab, ids=('data',)):
     monkeypatch.setenv('TINY_SHAKESPEARE_URL', url)
     nb = read(folder / name)
     nb.cells = [c for c in nb.cells if c.id in ids]
-    km = colab()
-    try:
-        NotebookClient(nb, km=km, timeout=120, startup_timeout=600, allow_errors=True,
-                       resources={'metadata': {'path': str(folder)}}).execute()
-    finally:  # nbclient leaves a kernel it did not create running: each would hold its memory to the session's end
-        if km.has_kernel:
-            km.shutdown_kernel(now=True)
+    NotebookClient(nb, km=colab(), timeout=120, startup_timeout=600, allow_errors=True,
+                   resources={'metadata': {'path': str(folder)}}).execute()
     return next(c for c in nb.cells if c.id == 'data')
 
 

@@ -57,9 +57,6 @@ def run_as_on_colab(nb, tmp_path, server, monkeypatch, km, then=None):
         failed = None
     except CellExecutionError as e:
         failed = e
-    finally:  # nbclient leaves a kernel it did not create running: each would hold its memory to the session's end
-        if km.has_kernel:
-            km.shutdown_kernel(now=True)
     if failed:
         cell = next((c for c in nb.cells if any(o.get('output_type') == 'error' for o in c.get('outputs', []))), None)
         pytest.fail(f'cell {cell and cell.id} raised {failed.ename}: {failed.evalue} (on Colab\'s package set)', pytrace=False)

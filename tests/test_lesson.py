@@ -70,14 +70,89 @@ def test_the_title_cell_says_how_to_run_it_all_on_colab_and_jupyterlab(step, nam
 
 @each_notebook
 def test_the_set_up_lets_run_all_go_past_the_tasks_not_written_yet(step, name):
-    """The set-up defines WaitForTasks and installs it in IPython, except while nbgrader validates or grades (tests/
-    test_steps.py keeps the definition equal in every step; test_colab_runtime.py and test_browser.py run it)."""
+    """The set-up defines WaitForTasks and installs it in IPython, except while nbgrader validates or grades (the tests
+    below keep the definition equal in every step and run it in IPython; test_colab_runtime.py and test_browser.py run
+    it in whole notebooks)."""
     cells = set_up_cells(read(ROOT / 'source' / step / name).cells)
     code = '\n'.join(c.source for c in cells)
     assert any(isinstance(n, ast.ClassDef) and n.name == 'WaitForTasks' for n in ast.parse(code).body), (
         f'{name}: no set-up cell defines WaitForTasks (copy it from Step 1\'s set-up cell)')
     assert "'NBGRADER_EXECUTION' not in os.environ" in code and 'ast_transformers' in code, (
         f'{name}: the set-up should install WaitForTasks in IPython, except under nbgrader (NBGRADER_EXECUTION)')
+
+
+def wait_for_tasks(step, name):
+    """The set-up's Run All machinery, as one block of code: WaitForTasks, the helpers it calls (functions named _...),
+    and the statement that installs it."""
+    code = '\n'.join(c.source for c in set_up_cells(read(ROOT / 'source' / step / name).cells))
+    tree = ast.parse(code)
+    parts = [n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))
+             and (n.name == 'WaitForTasks' or n.name.startswith('_'))]
+    parts += [n for n in tree.body if isinstance(n, ast.If) and 'ast_transformers' in ast.unparse(n)]
+    return '\n\n'.join(ast.get_source_segment(code, n) for n in parts)
+
+
+def test_the_set_up_of_run_all_is_the_same_in_every_step():
+    """Every step's set-up defines and installs WaitForTasks as Step 1's does (a fix made in one is made in all)."""
+    first = wait_for_tasks(*NOTEBOOKS[0])
+    differ = [f'{a}/{n}' for a, n in NOTEBOOKS[1:] if wait_for_tasks(a, n) != first]
+    assert 'class WaitForTasks' in first and not differ, (
+        f'the WaitForTasks of these set-up cells differs from {NOTEBOOKS[0][1]}\'s: {differ}; copy it from there')
+
+
+# A student's notebook in miniature, run with WaitForTasks installed: each cell, and what Run All should show for it.
+RUN_ALL = [
+    ("def encode(s):\n    raise NotImplementedError('replace this line with your code')", 'ok'),
+    ('ids = [1, 2]\ndef decode(ids):\n    return ids', 'ok'),
+    ('data = encode("hi")\nn = len(data)\ndef batch(k):\n    return data[:k]\nimport json as js', 'waits for encode'),
+    ('n + 1', 'waits for encode'),  # set below the line that waited
+    ('batch(1)', 'waits for encode'),  # defined below it
+    ('js.dumps(1)', 'waits for encode'),  # imported below it
+    ('decode(ids)', 'ok'),  # defined by a cell that ran whole
+    ('undefined_name', 'NameError'),  # a name no cell sets: the error as usual
+]
+
+
+@pytest.mark.parametrize('python', ['course', 'colab'])
+def test_run_all_waits_for_every_name_a_waiting_cell_did_not_reach(python, tmp_path):
+    """In IPython (this venv's, and Colab's 7.34): a cell that stops at a task not written yet leaves unset the names it
+    assigns and the functions, classes and modules it defines below that line; a later cell that needs one of them says
+    which task it waits for, rather than failing with a NameError that stops Run All; other errors are shown as usual."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if python == 'colab':
+        from course.authoring import colab as profile
+        executable = str(profile.venv())
+    else:
+        executable = sys.executable
+    script = tmp_path / 'run_all.py'
+    script.write_text(
+        'import json, sys\nfrom IPython.core.interactiveshell import InteractiveShell\n'
+        'shell = InteractiveShell.instance(colors="NoColor")\n'
+        'setup, cells = json.loads(sys.stdin.read())\n'
+        'shell.run_cell("import ast, os, sys\\nfrom IPython import get_ipython\\n" + setup)\n'
+        'for cell in cells:\n'
+        '    print("=== cell", flush=True)\n'
+        '    shell.run_cell(cell)\n')
+    env = {k: v for k, v in os.environ.items() if k != 'NBGRADER_EXECUTION'}
+    done = subprocess.run([executable, str(script)], input=json.dumps([wait_for_tasks(*NOTEBOOKS[0]), [c for c, _ in RUN_ALL]]),
+                          capture_output=True, text=True, env=env, timeout=300)
+    shown = done.stdout.split('=== cell\n')[1:]
+    assert done.returncode == 0 and len(shown) == len(RUN_ALL), f'exit {done.returncode}:\n{done.stdout}{done.stderr}'
+    wrong = []
+    for (cell, expected), out in zip(RUN_ALL, shown, strict=True):
+        if expected == 'ok':
+            good = 'Traceback' not in out and 'waits for' not in out
+        elif expected.startswith('waits for'):
+            good = f'This cell waits for your task {expected.split()[-1]}' in out and 'Traceback' not in out
+        else:
+            good = expected in out and 'Traceback' in out and 'waits for' not in out
+        if not good:
+            wrong.append(f'{cell!r}: expected {expected}; it showed {out.strip()[-300:]!r}')
+    assert not wrong, '\n'.join(wrong)
 
 
 def readings(cells):

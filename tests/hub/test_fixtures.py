@@ -35,9 +35,9 @@ def test_postgres_lets_the_grader_in_and_keeps_a_student_out(unix_users, user_py
 
 
 def test_removing_a_test_user_kills_its_processes_here_and_none_in_a_machine_beside(unix_users):
-    """A process of the same user id in another PID namespace (a hub test's systemd machine shares the host's ids: its
-    alice may be uid 1002, as a host test user may be) survives hubkit.kill_processes_of; the user's own process here
-    does not."""
+    """A process of the same user id in another PID namespace (a container's; a hub test's systemd machine shares the
+    host's kernel, though machine.IDS keeps its accounts' ids apart) survives hubkit.kill_processes_of; the user's own
+    process here does not."""
     import subprocess
 
     user = unix_users('fixture-pkill')

@@ -199,10 +199,26 @@ def test_the_idle_culler_stops_an_idle_server(browser, hub, student_server):
 
 
 def test_no_test_account_is_the_hosts(hub):
-    """Every account the docs made is the machine's: the host has none of them."""
+    """Every account the docs made is the machine's: the host has none of them, and their user and group ids lie in
+    machine.IDS, above any id the host gives its accounts, so that no host account shares one (a host cleanup that
+    kills a test user's processes by id never reaches the machine's)."""
+    import grp
     import pwd
+
+    from support.hub import machine
 
     names = {line.split(',')[0] for line in ROSTER.splitlines()[1:]} | {INSTRUCTOR}
     host = {p.pw_name for p in pwd.getpwall()}
     assert not names & host, f'accounts of the tests on the host: {names & host}'
     assert all(f'\n{n}:' in '\n' + hub.m.path('/etc/passwd').read_text() for n in names), 'the machine has them'
+    ids = {}
+    for table in ('passwd', 'group'):
+        for line in hub.m.path(f'/etc/{table}').read_text().splitlines():
+            name, _, number = line.split(':')[:3]
+            if name in names:
+                ids[f'{table} {name}'] = int(number)
+    outside = {k: i for k, i in ids.items() if i not in machine.IDS}
+    assert len(ids) == 2 * len(names) and not outside, (
+        f'ids outside machine.IDS ({machine.IDS.start}-{machine.IDS.stop - 1}): {outside}; found {ids}')
+    shared = set(ids.values()) & ({p.pw_uid for p in pwd.getpwall()} | {g.gr_gid for g in grp.getgrall()})
+    assert not shared, f'ids of the machine\'s accounts that a host account or group has too: {sorted(shared)}'

@@ -69,8 +69,8 @@ def create_user(role, groups=()):
 
 def kill_processes_of(name):
     """SIGKILL every process of user name in this process's PID namespace, and none elsewhere: pkill -u matches a
-    number, and a systemd machine of the hub tests (tests/support/hub/machine.py) shares the host's user ids, so its
-    own accounts' processes (alice's server, uid 1002 in there) have the same numbers as the host's test users."""
+    number, which a process in another PID namespace on this kernel (a container's) may have too. (The hub tests'
+    systemd machines, tests/support/hub/machine.py, give their accounts ids apart from the host's: machine.IDS.)"""
     subprocess.run(['pkill', '-KILL', '-u', name, '--ns', str(os.getpid()), '--nslist', 'pid'], capture_output=True)
 
 

@@ -36,6 +36,12 @@ import psutil
 
 CONTROLLERS = ('cpu', 'cpuacct', 'cpuset', 'memory', 'devices', 'freezer', 'blkio', 'pids')
 
+# The user and group ids of the accounts made in the machine (its /etc/login.defs, which useradd reads): above the
+# host's UID_MAX and GID_MAX (Debian's 60000) and below the subordinate ids useradd hands out (100000 on), so that no
+# account of the machine has the id of one of the host's, and a host cleanup that kills a test user's processes by its
+# id can never reach a process of the machine. Machine() refuses a host whose range reaches it.
+IDS = range(70000, 80000)
+
 # Units of the host's image that must not start in the machine: its timers (apt's daily upgrade), its services.
 MASKED = ('timers.target', 'getty.target', 'postgresql.service', 'systemd-timesyncd.service', 'e2scrub_reap.service',
           'systemd-pstore.service', 'systemd-networkd.service', 'systemd-resolved.service', 'ssh.service', 'cron.service',
@@ -86,6 +92,8 @@ rm -rf "$S"/*.wants
 printf '%s' "$TARGET" > "$S/course-machine.target"
 for u in $MASKED; do ln -sf /dev/null "$S/$u"; done
 rm -f "$R/etc/machine-id"; : > "$R/etc/machine-id"
+sed -i -e "s/^UID_MIN.*/UID_MIN $FIRST_ID/" -e "s/^UID_MAX.*/UID_MAX $LAST_ID/" \
+  -e "s/^GID_MIN.*/GID_MIN $FIRST_ID/" -e "s/^GID_MAX.*/GID_MAX $LAST_ID/" "$R/etc/login.defs"
 echo course-machine > "$R/etc/hostname"
 mkdir "$R/.host"
 cd "$R"
@@ -153,6 +161,16 @@ def sweep():
         remove(base, [c for c in cgroups if c.exists()])
 
 
+def host_ids(path='/etc/login.defs'):
+    """{'UID_MAX': n, 'GID_MAX': n} of the host's login.defs (useradd's defaults where it sets none)."""
+    found = {'UID_MAX': 60000, 'GID_MAX': 60000}
+    for line in Path(path).read_text().splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] in found and words[1].isdigit():
+            found[words[0]] = int(words[1])
+    return found
+
+
 def own_cgroups():
     """{hierarchy: this process's cgroup path in it} for the hierarchies mounted under /sys/fs/cgroup."""
     out = {}
@@ -169,6 +187,9 @@ class Machine:
     """A systemd machine (module docstring). shared: host folders bound into it at the same path, read-write."""
 
     def __init__(self, shared=(), net=False, timeout=180):
+        highest = max(host_ids().values())
+        assert highest < IDS.start, (f'this host makes accounts with ids up to {highest} (/etc/login.defs): machine.IDS '
+                                     f'({IDS.start}-{IDS.stop - 1}) must start above them')
         sweep()
         self.name = f'course-machine-{os.getpid()}-{time.monotonic_ns() % 10**6}'
         self.base = Path(tempfile.mkdtemp(prefix=f'{self.name}-', dir='/var/tmp'))
@@ -183,6 +204,7 @@ class Machine:
         script = self.base.with_suffix('.sh')
         script.write_text(INNER)
         env = {'PATH': '/usr/sbin:/usr/bin:/sbin:/bin', 'CONTROLLERS': ' '.join(CONTROLLERS), 'TARGET': TARGET,
+               'FIRST_ID': str(IDS.start), 'LAST_ID': str(IDS.stop - 1),
                'MASKED': ' '.join(MASKED), 'SHARED': ' '.join(str(Path(s)) for s in shared), 'NET': 'yes' if net else ''}
         self.log = open(self.base.with_suffix('.log'), 'w')
         cgroups = ' '.join(str(c / 'cgroup.procs') for c in self.cgroups)

@@ -26,6 +26,7 @@ from course.layout import ROOT
 NAME = 'course-sandbox'  # the kernelspec name
 MARK = f'{NAME}.txt'  # in the folder kernel_config() makes
 PR_SET_CHILD_SUBREAPER = 36  # prctl option, linux/prctl.h
+FRESH_MOUNTS = ('--proc', '/proc', '--dev', '/dev')  # every kernel's sandbox: a fresh /proc, a minimal /dev
 # make grade fails closed: without a working sandbox it grades nothing, and says this (one line).
 UNAVAILABLE = ('error: no working sandbox here (bubblewrap missing, or it cannot create namespaces or mount a fresh '
                '/proc), so no student code was run: install it (apt-get install bubblewrap, or make system as root), grade '
@@ -38,11 +39,11 @@ DEMO_UNSANDBOXED = ('note: no working sandbox here (apt-get install bubblewrap, 
 
 def available():
     """True if bwrap (and prlimit, setpriv) are installed and bwrap can build a sandbox on this machine: its namespaces,
-    and the fresh /proc and /dev every kernel's sandbox mounts (bwrap_argv()), which the kernel refuses where a mount covers
+    and the FRESH_MOUNTS every kernel's sandbox mounts (bwrap_argv()), whose /proc the kernel refuses where a mount covers
     part of the host's /proc, as a container's read-only /proc/sys does."""
     if not all(shutil.which(t) for t in ('bwrap', 'prlimit', 'setpriv')):
         return False
-    argv = [*namespaces(), '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true']
+    argv = [*namespaces(), '--ro-bind', '/', '/', *FRESH_MOUNTS, 'true']
     return subprocess.run(argv, capture_output=True, timeout=30).returncode == 0
 
 
@@ -99,7 +100,7 @@ def bwrap_argv(cwd, connection_file, kernel_argv, uid=None, files=None, caps=(),
 
     argv = namespaces(nest) + [a for cap in caps for a in ('--cap-add', cap)]
     # Fresh /proc, minimal /dev, policy.COVERS (a private /tmp and /dev/shm in RAM, capped).
-    argv += ['--proc', '/proc', '--dev', '/dev']
+    argv += FRESH_MOUNTS
     for cover in sorted(policy.COVERS, key=lambda c: c.path.count('/'), reverse=True):  # /dev/shm after /dev
         argv += ['--perms', f'{cover.mode:o}', '--size', str(cover.size), '--tmpfs', cover.path]
     # Binds below /tmp (cwd in tests, the connection file) hang from a tmpfs of their own, made read-only below, not from
